@@ -14,4 +14,5 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Places Kubernetes pods of DAG tasks on the best cluster of a GPU fleet.",
         "versions": [__version__],
         "connection-types": [],
+        "db-managers": ["airflow_mcsched.service.db_manager.McschedDBManager"],
     }

@@ -46,3 +46,89 @@ def airflow_db(airflow_home: Path) -> Path:
     airflow = Path(sys.executable).with_name("airflow")
     subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True, env=os.environ.copy())
     return airflow_home
+
+
+def _postgres_url(dbname: str) -> str:
+    host = os.environ.get("MCSCHED_TEST_PG_HOST", "127.0.0.1")
+    user = os.environ.get("MCSCHED_TEST_PG_USER", "postgres")
+    return f"postgresql+psycopg2://{user}@{host}:5432/{dbname}"
+
+
+def _postgres_available() -> bool:
+    try:
+        import psycopg2
+
+        psycopg2.connect(
+            _postgres_url("postgres").replace("postgresql+psycopg2", "postgresql"), connect_timeout=3
+        ).close()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def postgres_airflow_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A fresh PostgreSQL database migrated by `airflow db migrate`; CI requires it, a laptop may skip."""
+    if not _postgres_available():
+        if os.environ.get("MCSCHED_REQUIRE_POSTGRES"):
+            pytest.fail(
+                "PostgreSQL is required (MCSCHED_REQUIRE_POSTGRES is set) but not reachable on 127.0.0.1:5432"
+            )
+        pytest.skip("PostgreSQL not reachable on 127.0.0.1:5432")
+    import psycopg2
+
+    dbname = f"mcsched_test_{os.getpid()}"
+    admin = psycopg2.connect(_postgres_url("postgres").replace("postgresql+psycopg2", "postgresql"))
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {dbname}")
+        cur.execute(f"CREATE DATABASE {dbname}")
+    url = _postgres_url(dbname)
+    home = tmp_path_factory.mktemp("airflow-pg-home")
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": url}
+    airflow = Path(sys.executable).with_name("airflow")
+    subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True, env=env)
+    yield url
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)")
+    admin.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def metadata_session_factory(request: pytest.FixtureRequest, airflow_db: Path):
+    """A session factory on a real, migrated Airflow metadata DB: SQLite and PostgreSQL.
+
+    Each test starts with our tables empty (core tables untouched)."""
+    from contextlib import contextmanager
+
+    from sqlalchemy import create_engine, delete
+    from sqlalchemy.orm import sessionmaker
+
+    from airflow_mcsched.service.tables import metadata
+
+    if request.param == "sqlite":
+        url = os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    else:
+        url = request.getfixturevalue("postgres_airflow_url")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            conn.execute(delete(table))
+    maker = sessionmaker(bind=engine, expire_on_commit=False)
+
+    @contextmanager
+    def factory():
+        session = maker()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    factory.engine = engine  # type: ignore[attr-defined]
+    factory.dialect = request.param  # type: ignore[attr-defined]
+    yield factory
+    engine.dispose()

@@ -24,6 +24,12 @@ def check_dns1123_label(value: str, what: str = "name") -> str:
     return value
 
 
+def _require_unique(names: list[str], what: str) -> None:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{what} must be unique; rename or remove the repeated {dupes}")
+
+
 class ClusterKind(StrEnum):
     ON_PREM = "on-prem"
     CLOUD = "cloud"
@@ -93,10 +99,15 @@ class NodePool(_Strict):
     @model_validator(mode="after")
     def _gpu_consistency(self) -> NodePool:
         if self.gpu_type and self.gpus_per_node == 0:
-            raise ValueError(f"node pool {self.name!r} names gpu_type {self.gpu_type!r}; set gpus_per_node >= 1")
+            raise ValueError(
+                f"node pool {self.name!r} names gpu_type {self.gpu_type!r}; set gpus_per_node >= 1"
+            )
         if self.gpus_per_node and not self.gpu_type:
             raise ValueError(f"node pool {self.name!r} has GPUs; set gpu_type (e.g. 'A100-80GB')")
-        if self.spot_price_per_gpu_hour is not None and self.spot_price_per_gpu_hour > self.price_per_gpu_hour:
+        if (
+            self.spot_price_per_gpu_hour is not None
+            and self.spot_price_per_gpu_hour > self.price_per_gpu_hour
+        ):
             raise ValueError(
                 f"node pool {self.name!r}: spot_price_per_gpu_hour must not exceed price_per_gpu_hour"
             )
@@ -117,7 +128,9 @@ class DataLocality(_Strict):
     datasets: list[str] = Field(default_factory=list)
     storage_prefixes: list[str] = Field(default_factory=list, description="e.g. s3://bucket/path")
     ingress_gbps: float = Field(default=10.0, gt=0, description="bandwidth for staging remote data")
-    egress_price_per_gib: float = Field(default=0.0, ge=0, description="price to move a GiB out to another site")
+    egress_price_per_gib: float = Field(
+        default=0.0, ge=0, description="price to move a GiB out to another site"
+    )
 
     def holds(self, location: str) -> bool:
         """True when the dataset name or storage path is local to this cluster."""
@@ -135,7 +148,9 @@ class GpuReservation(_Strict):
     @model_validator(mode="after")
     def _someone(self) -> GpuReservation:
         if not self.priority_classes and not self.teams:
-            raise ValueError(f"reserved {self.gpu_type!r} GPUs: list priority_classes or teams they are kept for")
+            raise ValueError(
+                f"reserved {self.gpu_type!r} GPUs: list priority_classes or teams they are kept for"
+            )
         return self
 
 
@@ -147,7 +162,9 @@ class ClusterProfile(_Strict):
     region: str = "default"
     zone: str = "default"
     failure_domain: str | None = Field(default=None, description="defaults to region/zone")
-    connection_id: str | None = Field(default=None, description="Airflow kubernetes connection; default mcsched_<name>")
+    connection_id: str | None = Field(
+        default=None, description="Airflow kubernetes connection; default mcsched_<name>"
+    )
     namespace: str = "default"
     state: ClusterState = ClusterState.ACTIVE
     suited_for: list[WorkKind] = Field(default_factory=lambda: list(WorkKind))
@@ -166,13 +183,11 @@ class ClusterProfile(_Strict):
     def _namespace(cls, value: str) -> str:
         return check_dns1123_label(value, "namespace")
 
-    @model_validator(mode="after")
-    def _pools_unique(self) -> ClusterProfile:
-        names = [p.name for p in self.node_pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"cluster {self.name!r}: node pool names must be unique, repeated: {dupes}")
-        return self
+    @field_validator("node_pools")
+    @classmethod
+    def _pools_unique(cls, pools: list[NodePool]) -> list[NodePool]:
+        _require_unique([p.name for p in pools], "node pool names")
+        return pools
 
     @property
     def conn_id(self) -> str:
@@ -202,13 +217,11 @@ class FleetSpec(_Strict):
 
     clusters: list[ClusterProfile] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _clusters_unique(self) -> FleetSpec:
-        names = [c.name for c in self.clusters]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"cluster names must be unique, repeated: {dupes}")
-        return self
+    @field_validator("clusters")
+    @classmethod
+    def _clusters_unique(cls, clusters: list[ClusterProfile]) -> list[ClusterProfile]:
+        _require_unique([c.name for c in clusters], "cluster names")
+        return clusters
 
     def cluster(self, name: str) -> ClusterProfile:
         for c in self.clusters:

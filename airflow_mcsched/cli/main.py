@@ -9,6 +9,8 @@ import sys
 # Each module has `register(subparsers)`; it adds its parser with `func=` set.
 COMMAND_MODULES = [
     "airflow_mcsched.cli.virtual_clusters",
+    "airflow_mcsched.cli.clusters",
+    "airflow_mcsched.cli.sync",
 ]
 
 
@@ -26,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except ValueError as err:  # bad input: say what and how to fix, no traceback
+    except (ValueError, LookupError) as err:  # bad input: say what and how to fix, no traceback
         print(f"mcsched: {err}", file=sys.stderr)
         return 2
 

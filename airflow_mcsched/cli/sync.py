@@ -1,0 +1,53 @@
+"""`mcsched sync`: read every cluster's capacity now (or in a loop) and record it in the metadata DB."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import threading
+
+from airflow_mcsched.cli.table import render_table
+
+
+def build_sync(timeout: float):
+    from airflow.utils.session import create_session
+
+    from airflow_mcsched.access.connections import ConnectionClients
+    from airflow_mcsched.access.sync import CapacitySync
+    from airflow_mcsched.service.sync_ledger import DbSyncLedger
+
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    return CapacitySync(DbSyncLedger(create_session), ConnectionClients(), owner=owner, timeout=timeout)
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    sync = build_sync(args.timeout)
+    if not args.once:
+        print(f"syncing every {args.interval:.0f}s; Ctrl-C stops")
+        sync.run(args.interval, threading.Event())
+        return 0
+    outcomes = sync.sync_once(args.cluster or None)
+    rows = [
+        [
+            o.cluster,
+            "yes" if o.synced else "lease held elsewhere",
+            "healthy" if o.healthy else "UNHEALTHY",
+            f"{o.seconds:.2f}",
+            o.error or "",
+        ]
+        for o in outcomes
+    ]
+    print(render_table(["CLUSTER", "SYNCED", "HEALTH", "SECONDS", "ERROR"], rows))
+    return 0 if all(o.healthy or not o.synced for o in outcomes) else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sync", help="read live capacity of every cluster into the metadata DB")
+    p.add_argument(
+        "--once", action="store_true", help="one round, print the outcome, exit 1 if any cluster failed"
+    )
+    p.add_argument("--interval", type=float, default=15.0, help="seconds between rounds")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds allowed per cluster API call")
+    p.add_argument("--cluster", action="append", help="only this cluster (repeatable)")
+    p.set_defaults(func=cmd_sync)

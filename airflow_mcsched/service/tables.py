@@ -1,0 +1,147 @@
+"""The project's tables in the Airflow metadata DB, all prefixed `mcsched_`.
+
+They live on their own MetaData (not Airflow's), so Airflow's own `create_all` never touches
+them; our DB manager creates them on a fresh DB and our Alembic migrations upgrade them.
+The tables map domain objects (profiles, observations); they do not replace them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+TABLE_PREFIX = "mcsched_"
+VERSION_TABLE = "alembic_version_mcsched"
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UtcDateTime(TypeDecorator):
+    """Timezone-aware UTC timestamps on every backend (SQLite stores naive datetimes)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column; pass an aware datetime")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class ClusterRow(Base):
+    """A cluster profile; `spec` holds the whole validated ClusterProfile, columns the searchable parts."""
+
+    __tablename__ = "mcsched_cluster"
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    region: Mapped[str] = mapped_column(String(128))
+    zone: Mapped[str] = mapped_column(String(128))
+    failure_domain: Mapped[str] = mapped_column(String(256))
+    connection_id: Mapped[str] = mapped_column(String(250))
+    namespace: Mapped[str] = mapped_column(String(63))
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    spec: Mapped[dict] = mapped_column(JSON)
+    generation: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+    pools: Mapped[list[NodePoolRow]] = relationship(
+        back_populates="cluster", cascade="all, delete-orphan", order_by="NodePoolRow.name"
+    )
+
+
+class NodePoolRow(Base):
+    """One node pool of a cluster, kept as rows so that reports can group by GPU type and price."""
+
+    __tablename__ = "mcsched_node_pool"
+
+    cluster_name: Mapped[str] = mapped_column(
+        String(63), ForeignKey("mcsched_cluster.name", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    gpu_type: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    gpus_per_node: Mapped[int] = mapped_column(Integer)
+    nodes: Mapped[int] = mapped_column(Integer)
+    price_per_gpu_hour: Mapped[float] = mapped_column(Float)
+    spot_price_per_gpu_hour: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    cluster: Mapped[ClusterRow] = relationship(back_populates="pools")
+
+
+class ClusterStatusRow(Base):
+    """The last capacity read of a cluster, its health, and the sync lease (one syncer per cluster)."""
+
+    __tablename__ = "mcsched_cluster_status"
+
+    cluster_name: Mapped[str] = mapped_column(
+        String(63), ForeignKey("mcsched_cluster.name", ondelete="CASCADE"), primary_key=True
+    )
+    observed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    last_success_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    healthy: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
+    sync_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    observation: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class AuditRow(Base):
+    """Who did what and when: cluster changes, quota changes, decisions, preemptions, reclaims."""
+
+    __tablename__ = "mcsched_audit"
+    __table_args__ = (Index("ix_mcsched_audit_subject", "subject_kind", "subject"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(String(250))
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    subject_kind: Mapped[str] = mapped_column(String(32))
+    subject: Mapped[str] = mapped_column(String(250))
+    details: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+metadata = Base.metadata
+
+
+def include_only_ours(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic filter: the metadata DB is shared with Airflow, so only `mcsched_` tables are ours."""
+    return type_ != "table" or bool(name and name.startswith(TABLE_PREFIX))

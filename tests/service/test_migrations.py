@@ -1,0 +1,86 @@
+"""Our Alembic migrations: they build the same schema as the ORM, and `airflow db migrate`
+upgrades an existing DB in place, keeping its rows."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+
+from airflow_mcsched.service.db_manager import McschedDBManager
+from airflow_mcsched.service.tables import VERSION_TABLE, include_only_ours, metadata
+
+
+def alembic_config(connection) -> Config:
+    cfg = Config(McschedDBManager.alembic_file)
+    cfg.set_main_option("script_location", McschedDBManager.migration_dir)
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def test_migrations_build_exactly_the_orm_schema(tmp_path: Path):
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "heads")
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(
+            conn,
+            opts={"version_table": VERSION_TABLE, "compare_type": True, "include_name": include_only_ours},
+        )
+        assert compare_metadata(ctx, metadata) == []
+
+
+def test_migrations_build_exactly_the_orm_schema_on_postgres(postgres_airflow_url: str):
+    # the fixture's DB was made fresh by `airflow db migrate` (create_all); rebuild ours by migrations
+    engine = create_engine(postgres_airflow_url)
+    with engine.begin() as conn:
+        metadata.drop_all(conn)
+        conn.execute(text(f"DROP TABLE IF EXISTS {VERSION_TABLE}"))
+        command.upgrade(alembic_config(conn), "heads")
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(
+            conn,
+            opts={"version_table": VERSION_TABLE, "compare_type": True, "include_name": include_only_ours},
+        )
+        assert compare_metadata(ctx, metadata) == []
+    engine.dispose()
+
+
+def test_airflow_db_migrate_upgrades_an_older_mcsched_schema_in_place(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    db = home / "airflow.db"
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{db}",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+    }
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, env=env)
+
+    engine = create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:  # go back to the first release's schema and put a row in it
+        command.downgrade(alembic_config(conn), "0001_cluster_profiles")
+        conn.execute(
+            text(
+                "INSERT INTO mcsched_cluster (name, kind, region, zone, failure_domain, connection_id, namespace,"
+                " state, spec, generation, created_at, updated_at) VALUES ('old', 'on-prem', 'r', 'z', 'r/z',"
+                " 'mcsched_old', 'default', 'active', '{}', 1, '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
+        )
+    assert "mcsched_cluster_status" not in inspect(engine).get_table_names()
+
+    out = subprocess.run([airflow, "db", "migrate"], check=True, capture_output=True, text=True, env=env)
+    assert "Running upgrade 0001_cluster_profiles -> 0002_status_audit" in out.stdout + out.stderr
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT name FROM mcsched_cluster")).scalars().all() == ["old"]
+        assert conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar() == "0002_status_audit"
+    assert {"mcsched_cluster_status", "mcsched_audit"} <= set(inspect(engine).get_table_names())
