@@ -1,12 +1,30 @@
-"""The Airflow plugin: mounts the placement service and the UI pages in the API server.
+"""The Airflow plugin: mounts the placement service (and, later, the UI pages) in the API server.
 
-Every Airflow component imports this module, so it imports nothing heavy at the top.
+Every Airflow component imports this module, so the app is only built in the API server
+process (or where MCSCHED_SERVE_APP=1 asks for it, as in-process tests do).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Any
+
 from airflow.plugins_manager import AirflowPlugin
+
+
+def _serving_api() -> bool:
+    return sys.argv[1:2] == ["api-server"] or os.environ.get("MCSCHED_SERVE_APP") == "1"
+
+
+def _fastapi_apps() -> list[dict[str, Any]]:
+    if not _serving_api():
+        return []
+    from airflow_mcsched.service.app import URL_PREFIX, create_app
+
+    return [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "mcsched placement service"}]
 
 
 class MultiClusterSchedulingPlugin(AirflowPlugin):
     name = "mcsched"
+    fastapi_apps = _fastapi_apps()

@@ -6,6 +6,7 @@ module, which pytest imports first. `airflow_db` migrates the metadata DB once p
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,8 +32,12 @@ os.environ.update(
         "AIRFLOW__API_AUTH__JWT_SECRET": "mcsched-tests-" + "x" * 64,
         "AIRFLOW__CORE__FERNET_KEY": "",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer:viewer",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(_HOME / "passwords.json"),
     }
 )
+PASSWORDS = {"admin": "admin-pass", "viewer": "viewer-pass"}
+(_HOME / "passwords.json").write_text(json.dumps(PASSWORDS))
 
 
 @pytest.fixture(scope="session")
@@ -71,9 +76,7 @@ def postgres_airflow_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A fresh PostgreSQL database migrated by `airflow db migrate`; CI requires it, a laptop may skip."""
     if not _postgres_available():
         if os.environ.get("MCSCHED_REQUIRE_POSTGRES"):
-            pytest.fail(
-                "PostgreSQL is required (MCSCHED_REQUIRE_POSTGRES is set) but not reachable on 127.0.0.1:5432"
-            )
+            pytest.fail("PostgreSQL is required (MCSCHED_REQUIRE_POSTGRES is set) but not reachable on 127.0.0.1:5432")
         pytest.skip("PostgreSQL not reachable on 127.0.0.1:5432")
     import psycopg2
 
@@ -132,3 +135,26 @@ def metadata_session_factory(request: pytest.FixtureRequest, airflow_db: Path):
     factory.dialect = request.param  # type: ignore[attr-defined]
     yield factory
     engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def api_client(airflow_db: Path):
+    """Airflow's real API server app, in process, with our plugin app mounted (sync off)."""
+    os.environ["MCSCHED_SERVE_APP"] = "1"
+    os.environ["AIRFLOW__MCSCHED__SYNC_ENABLED"] = "False"
+    from airflow.api_fastapi.app import create_app
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(), base_url="http://127.0.0.1") as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def user_tokens(api_client) -> dict[str, str]:
+    """Bearer tokens for each test user, from Airflow's own login endpoint."""
+    tokens = {}
+    for user, password in PASSWORDS.items():
+        r = api_client.post("/auth/token", json={"username": user, "password": password})
+        assert r.status_code == 201, r.text
+        tokens[user] = r.json()["access_token"]
+    return tokens

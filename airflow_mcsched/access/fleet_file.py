@@ -27,9 +27,7 @@ def _field_path(loc: tuple, data: object) -> str:
         if isinstance(item, int) and isinstance(node, list) and item < len(node):
             node = node[item]
             name = node.get("name") if isinstance(node, dict) else None
-            parts[-1] = (
-                f"{parts[-1]}[{name!r}]" if name and parts else f"{parts[-1] if parts else ''}[{item}]"
-            )
+            parts[-1] = f"{parts[-1]}[{name!r}]" if name and parts else f"{parts[-1] if parts else ''}[{item}]"
         else:
             parts.append(str(item))
             node = node.get(item) if isinstance(node, dict) else None

@@ -99,18 +99,11 @@ class NodePool(_Strict):
     @model_validator(mode="after")
     def _gpu_consistency(self) -> NodePool:
         if self.gpu_type and self.gpus_per_node == 0:
-            raise ValueError(
-                f"node pool {self.name!r} names gpu_type {self.gpu_type!r}; set gpus_per_node >= 1"
-            )
+            raise ValueError(f"node pool {self.name!r} names gpu_type {self.gpu_type!r}; set gpus_per_node >= 1")
         if self.gpus_per_node and not self.gpu_type:
             raise ValueError(f"node pool {self.name!r} has GPUs; set gpu_type (e.g. 'A100-80GB')")
-        if (
-            self.spot_price_per_gpu_hour is not None
-            and self.spot_price_per_gpu_hour > self.price_per_gpu_hour
-        ):
-            raise ValueError(
-                f"node pool {self.name!r}: spot_price_per_gpu_hour must not exceed price_per_gpu_hour"
-            )
+        if self.spot_price_per_gpu_hour is not None and self.spot_price_per_gpu_hour > self.price_per_gpu_hour:
+            raise ValueError(f"node pool {self.name!r}: spot_price_per_gpu_hour must not exceed price_per_gpu_hour")
         return self
 
     @property
@@ -128,9 +121,7 @@ class DataLocality(_Strict):
     datasets: list[str] = Field(default_factory=list)
     storage_prefixes: list[str] = Field(default_factory=list, description="e.g. s3://bucket/path")
     ingress_gbps: float = Field(default=10.0, gt=0, description="bandwidth for staging remote data")
-    egress_price_per_gib: float = Field(
-        default=0.0, ge=0, description="price to move a GiB out to another site"
-    )
+    egress_price_per_gib: float = Field(default=0.0, ge=0, description="price to move a GiB out to another site")
 
     def holds(self, location: str) -> bool:
         """True when the dataset name or storage path is local to this cluster."""
@@ -148,9 +139,7 @@ class GpuReservation(_Strict):
     @model_validator(mode="after")
     def _someone(self) -> GpuReservation:
         if not self.priority_classes and not self.teams:
-            raise ValueError(
-                f"reserved {self.gpu_type!r} GPUs: list priority_classes or teams they are kept for"
-            )
+            raise ValueError(f"reserved {self.gpu_type!r} GPUs: list priority_classes or teams they are kept for")
         return self
 
 
@@ -162,9 +151,7 @@ class ClusterProfile(_Strict):
     region: str = "default"
     zone: str = "default"
     failure_domain: str | None = Field(default=None, description="defaults to region/zone")
-    connection_id: str | None = Field(
-        default=None, description="Airflow kubernetes connection; default mcsched_<name>"
-    )
+    connection_id: str | None = Field(default=None, description="Airflow kubernetes connection; default mcsched_<name>")
     namespace: str = "default"
     state: ClusterState = ClusterState.ACTIVE
     suited_for: list[WorkKind] = Field(default_factory=lambda: list(WorkKind))

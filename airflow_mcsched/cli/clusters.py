@@ -66,11 +66,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 st.health_word if st else "never synced",
             ]
         )
-    print(
-        render_table(
-            ["CLUSTER", "KIND", "FAILURE DOMAIN", "STATE", "GPU TYPES", "GPUS", "FREE", "HEALTH"], rows
-        )
-    )
+    print(render_table(["CLUSTER", "KIND", "FAILURE DOMAIN", "STATE", "GPU TYPES", "GPUS", "FREE", "HEALTH"], rows))
     return 0
 
 

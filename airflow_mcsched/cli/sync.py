@@ -44,9 +44,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sync", help="read live capacity of every cluster into the metadata DB")
-    p.add_argument(
-        "--once", action="store_true", help="one round, print the outcome, exit 1 if any cluster failed"
-    )
+    p.add_argument("--once", action="store_true", help="one round, print the outcome, exit 1 if any cluster failed")
     p.add_argument("--interval", type=float, default=15.0, help="seconds between rounds")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds allowed per cluster API call")
     p.add_argument("--cluster", action="append", help="only this cluster (repeatable)")

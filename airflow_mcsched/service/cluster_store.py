@@ -109,9 +109,7 @@ def _fill_row(row: ClusterRow, profile: ClusterProfile) -> None:
 
 
 def audit(session: Session, actor: str, action: str, subject_kind: str, subject: str, **details: Any) -> None:
-    session.add(
-        AuditRow(actor=actor, action=action, subject_kind=subject_kind, subject=subject, details=details)
-    )
+    session.add(AuditRow(actor=actor, action=action, subject_kind=subject_kind, subject=subject, details=details))
 
 
 class ClusterStore:
@@ -145,9 +143,7 @@ class ClusterStore:
                 changes.append(ClusterChange(profile.name, ChangeKind.CREATE))
                 continue
             fields = diff_specs(row.spec, _spec_json(profile))
-            changes.append(
-                ClusterChange(profile.name, ChangeKind.UPDATE if fields else ChangeKind.UNCHANGED, fields)
-            )
+            changes.append(ClusterChange(profile.name, ChangeKind.UPDATE if fields else ChangeKind.UNCHANGED, fields))
         if prune:
             declared = {c.name for c in fleet.clusters}
             changes += [ClusterChange(n, ChangeKind.DELETE) for n in sorted(existing.keys() - declared)]

@@ -35,8 +35,7 @@ def observation_to_json(obs: ClusterObservation) -> dict[str, Any]:
     return {
         "fields": list(_NODE_FIELDS),
         "nodes": [
-            [list(v) if isinstance(v, tuple) else v for v in (getattr(n, f) for f in _NODE_FIELDS)]
-            for n in obs.nodes
+            [list(v) if isinstance(v, tuple) else v for v in (getattr(n, f) for f in _NODE_FIELDS)] for n in obs.nodes
         ],
         "pods_running": obs.pods_running,
         "pods_pending": obs.pods_pending,

@@ -90,8 +90,5 @@ def test_cordon_uncordon_and_delete_are_audited(metadata_session_factory):
     with metadata_session_factory() as s:
         with pytest.raises(ClusterNotFound, match="mcsched clusters list"):
             ClusterStore(s).get(name)
-        actions = [
-            a.action
-            for a in s.scalars(select(AuditRow).where(AuditRow.subject == name).order_by(AuditRow.id))
-        ]
+        actions = [a.action for a in s.scalars(select(AuditRow).where(AuditRow.subject == name).order_by(AuditRow.id))]
     assert actions == ["cluster.create", "cluster.cordoned", "cluster.active", "cluster.delete"]
