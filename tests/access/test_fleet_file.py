@@ -62,10 +62,7 @@ GOOD_POOL = "      - {name: p1, gpu_type: T4, gpus_per_node: 4, nodes: 2}\n"
             "active",
         ),
         (
-            "clusters:\n  - name: a\n    node_pools:\n"
-            + GOOD_POOL
-            + "  - name: a\n    node_pools:\n"
-            + GOOD_POOL,
+            "clusters:\n  - name: a\n    node_pools:\n" + GOOD_POOL + "  - name: a\n    node_pools:\n" + GOOD_POOL,
             "clusters",
             "unique",
         ),

@@ -9,9 +9,7 @@ import pytest
 from airflow_mcsched.access.kube_reader import observe, pod_requests
 
 
-def node(
-    name: str, gpus: int = 8, pool: str = "a100", ready: bool = True, unschedulable: bool = False
-) -> dict:
+def node(name: str, gpus: int = 8, pool: str = "a100", ready: bool = True, unschedulable: bool = False) -> dict:
     return {
         "metadata": {
             "name": name,
@@ -42,9 +40,7 @@ def pod(
         },
         "spec": {
             "nodeName": node_name,
-            "containers": [
-                {"name": "base", "resources": {"requests": {"cpu": cpu, "memory": mem}, "limits": limits}}
-            ],
+            "containers": [{"name": "base", "resources": {"requests": {"cpu": cpu, "memory": mem}, "limits": limits}}],
             "initContainers": extra.get("init", []),
         },
         "status": {"phase": phase},
@@ -102,9 +98,7 @@ def test_reservation_labels_of_live_pods_are_reported():
 def test_pool_is_matched_by_gpu_type_when_the_node_lacks_our_label():
     from airflow_mcsched.access.profiles import ClusterProfile
 
-    profile = ClusterProfile(
-        name="c", node_pools=[{"name": "big", "gpu_type": "A100", "gpus_per_node": 8, "nodes": 1}]
-    )
+    profile = ClusterProfile(name="c", node_pools=[{"name": "big", "gpu_type": "A100", "gpus_per_node": 8, "nodes": 1}])
     n = node("n1")
     del n["metadata"]["labels"]["mcsched.io/node-pool"]
     assert observe("c", [n], [], profile).nodes[0].pool == "big"
