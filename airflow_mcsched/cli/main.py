@@ -11,6 +11,7 @@ COMMAND_MODULES = [
     "airflow_mcsched.cli.virtual_clusters",
     "airflow_mcsched.cli.clusters",
     "airflow_mcsched.cli.sync",
+    "airflow_mcsched.cli.demo",
 ]
 
 

@@ -1,0 +1,75 @@
+"""Who is calling the placement service: a person (Airflow login) or a task (its own signed token).
+
+People come through Airflow's auth manager exactly as on Airflow's own API (bearer token or the
+UI's `_token` cookie). Tasks and their triggers present a token under our audience; it is checked
+against the task-instance row, so a stolen or forged identity for a task that does not exist fails.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Annotated
+
+from airflow.api_fastapi.core_api.security import bearer_scheme, get_user
+from fastapi import Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPAuthorizationCredentials
+
+from airflow_mcsched.service.task_tokens import (
+    TaskIdentity,
+    TaskTokenError,
+    airflow_jwt_secret,
+    is_task_token,
+    verify_task_token,
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A person (`task` None) or a task instance (`task` set); `name` goes into the audit trail."""
+
+    name: str
+    task: TaskIdentity | None = None
+
+    @property
+    def is_task(self) -> bool:
+        return self.task is not None
+
+
+def _task_instance_matches(identity: TaskIdentity) -> bool:
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    try:
+        ti_uuid = uuid.UUID(identity.ti_id)
+    except ValueError:
+        return False
+    with create_session() as session:
+        row = session.execute(
+            select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.map_index).where(
+                TaskInstance.id == ti_uuid
+            )
+        ).one_or_none()
+    return row is not None and tuple(row) == (identity.dag_id, identity.run_id, identity.task_id, identity.map_index)
+
+
+async def get_caller(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Caller:
+    token = bearer.credentials if bearer and bearer.scheme.lower() == "bearer" else None
+    if token and is_task_token(token):
+        try:
+            identity = verify_task_token(token, airflow_jwt_secret())
+        except TaskTokenError as err:
+            raise HTTPException(status_code=401, detail=str(err)) from None
+        if not await run_in_threadpool(_task_instance_matches, identity):
+            raise HTTPException(status_code=403, detail="the token names no such task instance")
+        return Caller(name=f"task:{identity.key}", task=identity)
+    user = await get_user(request, None, bearer)
+    return Caller(name=f"user:{user.get_name()}")
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
