@@ -53,7 +53,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         description="Places DAG steps on the best cluster of a GPU fleet and explains why.",
         lifespan=lifespan,
     )
-    from airflow_mcsched.service.routes import clusters
+    from airflow_mcsched.service.routes import clusters, placements
 
     app.include_router(clusters.router)
+    app.include_router(placements.router)
     return app

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from airflow.api_fastapi.core_api.security import bearer_scheme, get_user
 from fastapi import Depends, HTTPException, Request
@@ -31,6 +31,7 @@ class Caller:
 
     name: str
     task: TaskIdentity | None = None
+    user: Any = None  # the auth manager's user, for people
 
     @property
     def is_task(self) -> bool:
@@ -69,7 +70,18 @@ async def get_caller(
             raise HTTPException(status_code=403, detail="the token names no such task instance")
         return Caller(name=f"task:{identity.key}", task=identity)
     user = await get_user(request, None, bearer)
-    return Caller(name=f"user:{user.get_name()}")
+    return Caller(name=f"user:{user.get_name()}", user=user)
+
+
+def require_dag_edit(caller: Caller, dag_id: str) -> None:
+    """People act on placements only where Airflow's auth manager lets them edit the DAG."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagDetails
+
+    if caller.user is None or not get_auth_manager().is_authorized_dag(
+        method="PUT", details=DagDetails(id=dag_id), user=caller.user
+    ):
+        raise HTTPException(status_code=403, detail=f"{caller.name} may not act on placements of DAG {dag_id!r}")
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

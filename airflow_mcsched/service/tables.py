@@ -22,6 +22,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -137,6 +138,97 @@ class AuditRow(Base):
     subject_kind: Mapped[str] = mapped_column(String(32))
     subject: Mapped[str] = mapped_column(String(250))
     details: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+class PlacementRow(Base):
+    """One placement attempt of one task try: the queue entry, its decision, and its lineage and cost.
+
+    Pending rows are the queue; the admission cycle decides them. The unique key makes submission
+    idempotent across worker restarts and retries of the same try.
+    """
+
+    __tablename__ = "mcsched_placement"
+    __table_args__ = (
+        UniqueConstraint(
+            "dag_id", "run_id", "task_id", "map_index", "try_number", "attempt", name="uq_mcsched_placement_attempt_key"
+        ),
+        Index("ix_mcsched_placement_run", "dag_id", "run_id"),
+        Index("ix_mcsched_placement_team_queued", "team", "queued_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    run_id: Mapped[str] = mapped_column(String(250))
+    task_id: Mapped[str] = mapped_column(String(250))
+    map_index: Mapped[int] = mapped_column(Integer, default=-1)
+    try_number: Mapped[int] = mapped_column(Integer, default=1)
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    ti_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    team: Mapped[str] = mapped_column(String(128))
+    project: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    priority_class: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    interruptible: Mapped[bool] = mapped_column(Boolean, default=False)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    ask: Mapped[dict] = mapped_column(JSON)
+    request: Mapped[dict] = mapped_column(JSON)
+    submitted_by: Mapped[str] = mapped_column(String(250))
+    queued_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    admitted_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    cluster: Mapped[str | None] = mapped_column(String(63), nullable=True, index=True)
+    pool: Mapped[str | None] = mapped_column(String(63), nullable=True)
+    nodes: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    gpu_type: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    gpus: Mapped[float] = mapped_column(Float, default=0.0)
+    price_per_gpu_hour: Mapped[float | None] = mapped_column(Float, nullable=True)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    explanation: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    pod_name: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    end_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    gpu_hours: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cost: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class ReservationRow(Base):
+    """Capacity granted to a placement under a lease; it counts as used until released or expired."""
+
+    __tablename__ = "mcsched_reservation"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    placement_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("mcsched_placement.id", ondelete="CASCADE"), unique=True
+    )
+    cluster: Mapped[str] = mapped_column(String(63), index=True)
+    pool: Mapped[str] = mapped_column(String(63))
+    pods: Mapped[list] = mapped_column(JSON)
+    team: Mapped[str] = mapped_column(String(128))
+    project: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    priority: Mapped[int] = mapped_column(Integer)
+    priority_class: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    interruptible: Mapped[bool] = mapped_column(Boolean)
+    gpu_type: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    price_per_gpu_hour: Mapped[float] = mapped_column(Float)
+    spread_group: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    granted_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    expected_end: Mapped[datetime] = mapped_column(UtcDateTime)
+    preempted_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, index=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class AdmissionLockRow(Base):
+    """One row; every admission cycle updates it first, so cycles from any number of API-server
+    processes run one at a time (a row lock on PostgreSQL, the single writer on SQLite)."""
+
+    __tablename__ = "mcsched_admission_lock"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cycles: Mapped[int] = mapped_column(Integer, default=0)
+    last_cycle_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
 
 
 metadata = Base.metadata

@@ -82,5 +82,5 @@ def test_airflow_db_migrate_upgrades_an_older_mcsched_schema_in_place(tmp_path: 
     assert "Running upgrade 0001_cluster_profiles -> 0002_status_audit" in out.stdout + out.stderr
     with engine.connect() as conn:
         assert conn.execute(text("SELECT name FROM mcsched_cluster")).scalars().all() == ["old"]
-        assert conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar() == "0002_status_audit"
+        assert conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar() == "0003_placements"
     assert {"mcsched_cluster_status", "mcsched_audit"} <= set(inspect(engine).get_table_names())

@@ -1,0 +1,183 @@
+"""Between the engine's objects and the placement tables: requests, reservations, explanations.
+
+The tables store what the engine decided; these functions are the only place that knows both.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow_mcsched.decision import (
+    PlacementDecision,
+    PlacementRequest,
+    Reservation,
+    ScoredCandidate,
+    parse_request,
+)
+from airflow_mcsched.service.schemas import (
+    CandidateOut,
+    Explanation,
+    PlacementOut,
+    PlacementState,
+    RejectionOut,
+    ResourceAsk,
+    ScorePartOut,
+    TaskRef,
+)
+from airflow_mcsched.service.tables import PlacementRow, ReservationRow
+from airflow_mcsched.view import NodeAllocation
+
+
+def engine_request(row_id: str, ask: ResourceAsk, team: str, project: str | None, arrival) -> PlacementRequest:
+    """The engine's request for an ask; raises RequestError naming each bad field and its fix."""
+    fields = ask.model_dump(exclude={"team", "project", "expected_duration_seconds"})
+    if ask.expected_duration_seconds is not None:
+        fields["expected_duration"] = timedelta(seconds=ask.expected_duration_seconds)
+    return parse_request({**fields, "id": row_id, "arrival": arrival, "team": team, "project": project})
+
+
+def request_of(row: PlacementRow) -> PlacementRequest:
+    return PlacementRequest.model_validate(row.request)
+
+
+def reservation_of(row: ReservationRow) -> Reservation:
+    return Reservation(
+        id=row.id,
+        request_id=row.placement_id,
+        cluster=row.cluster,
+        pool=row.pool,
+        pods=tuple(NodeAllocation(**p) for p in row.pods),
+        team=row.team,
+        priority=row.priority,
+        interruptible=row.interruptible,
+        price_per_gpu_hour=row.price_per_gpu_hour,
+        granted_at=row.granted_at,
+        expires_at=row.expires_at,
+        expected_end=row.expected_end,
+        gpu_type=row.gpu_type,
+        priority_class=row.priority_class,
+        project=row.project,
+        spread_group=row.spread_group,
+        preempted_by=row.preempted_by,
+    )
+
+
+def reservation_row(res: Reservation) -> ReservationRow:
+    return ReservationRow(
+        id=res.id,
+        placement_id=res.request_id,
+        cluster=res.cluster,
+        pool=res.pool,
+        pods=[
+            {
+                "node": a.node,
+                "gpus": a.gpus,
+                "gpu_milli": a.gpu_milli,
+                "cpu_milli": a.cpu_milli,
+                "memory_mib": a.memory_mib,
+            }
+            for a in res.pods
+        ],
+        team=res.team,
+        project=res.project,
+        priority=res.priority,
+        priority_class=res.priority_class,
+        interruptible=res.interruptible,
+        gpu_type=res.gpu_type,
+        price_per_gpu_hour=res.price_per_gpu_hour,
+        spread_group=res.spread_group,
+        granted_at=res.granted_at,
+        expires_at=res.expires_at,
+        expected_end=res.expected_end,
+        preempted_by=res.preempted_by,
+        active=True,
+    )
+
+
+def _candidate(c: ScoredCandidate) -> CandidateOut:
+    return CandidateOut(
+        cluster=c.cluster,
+        pool=c.pool,
+        score=round(c.score, 6),
+        price_per_gpu_hour=c.price_per_gpu_hour,
+        nodes=list(c.nodes),
+        parts=[
+            ScorePartOut(name=p.name, value=round(p.value, 6), weight=p.weight, detail=dict(p.detail)) for p in c.parts
+        ],
+    )
+
+
+def explanation_of(decision: PlacementDecision, decided_at) -> Explanation:
+    return Explanation(
+        outcome=decision.outcome.value,
+        reason=str(decision.reason),
+        summary=decision.summary,
+        decided_at=decided_at,
+        chosen=None if decision.placement is None else _candidate(decision.placement),
+        runners_up=[_candidate(c) for c in decision.runners_up],
+        rejections=[
+            RejectionOut(cluster=r.cluster, pool=r.pool, reason=str(r.reason), message=r.message, lasting=r.lasting)
+            for r in decision.rejections
+        ],
+        victims=[
+            {
+                "reservation_id": v.reservation_id,
+                "placement_id": v.request_id,
+                "team": v.team,
+                "cluster": v.cluster,
+                "pool": v.pool,
+                "reason": str(v.reason),
+                "message": v.message,
+            }
+            for v in decision.victims
+        ],
+        expected_start=decision.expected_start,
+    )
+
+
+def placement_out(
+    row: PlacementRow,
+    reservation: ReservationRow | None = None,
+    namespace: str | None = None,
+    connection_id: str | None = None,
+) -> PlacementOut:
+    return PlacementOut(
+        id=row.id,
+        state=PlacementState(row.state),
+        task=TaskRef(
+            dag_id=row.dag_id,
+            run_id=row.run_id,
+            task_id=row.task_id,
+            map_index=row.map_index,
+            try_number=row.try_number,
+        ),
+        attempt=row.attempt,
+        team=row.team,
+        project=row.project,
+        priority_class=row.priority_class,
+        ask=ResourceAsk.model_validate(row.ask),
+        cluster=row.cluster,
+        pool=row.pool,
+        nodes=list(row.nodes or []),
+        gpu_type=row.gpu_type,
+        connection_id=connection_id,
+        namespace=namespace,
+        reservation_id=None if reservation is None else reservation.id,
+        price_per_gpu_hour=row.price_per_gpu_hour,
+        score=row.score,
+        lease_expires_at=None if reservation is None or not reservation.active else reservation.expires_at,
+        queued_at=row.queued_at,
+        admitted_at=row.admitted_at,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        gpu_hours=row.gpu_hours,
+        cost=row.cost,
+        pod_name=row.pod_name,
+        end_reason=row.end_reason,
+        explanation=None if row.explanation is None else Explanation.model_validate(row.explanation),
+    )
+
+
+def json_of(model: Any) -> dict[str, Any]:
+    return model.model_dump(mode="json")

@@ -1,0 +1,340 @@
+"""The placement queue and its admission cycle, kept in the metadata DB.
+
+Every change to placements goes through one session that first takes the admission lock row
+(`take_admission_lock`): on PostgreSQL a row lock, on SQLite the single writer. So an admission
+cycle sees a consistent queue and set of reservations, and two API-server processes can never
+both grant the same free GPUs. The engine decides; this module only loads, asks and records.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, decide
+from airflow_mcsched.service.cluster_store import ClusterStore, audit
+from airflow_mcsched.service.placement_mapping import (
+    engine_request,
+    explanation_of,
+    json_of,
+    placement_out,
+    request_of,
+    reservation_of,
+    reservation_row,
+)
+from airflow_mcsched.service.schemas import PlacementOut, PlacementState, PlacementSubmit
+from airflow_mcsched.service.tables import AdmissionLockRow, PlacementRow, ReservationRow
+from airflow_mcsched.service.view_loader import load_view
+
+
+class PlacementNotFound(LookupError):
+    def __str__(self) -> str:
+        return f"no placement {self.args[0]!r}"
+
+
+class PlacementConflict(ValueError):
+    """The call does not fit the placement's state (e.g. starting a released placement)."""
+
+
+class MissingTeam(ValueError):
+    pass
+
+
+def take_admission_lock(session: Session, now: datetime) -> None:
+    """Serialise placement writers: the first statement of the transaction is this UPDATE."""
+    stmt = (
+        update(AdmissionLockRow)
+        .where(AdmissionLockRow.id == 1)
+        .values(cycles=AdmissionLockRow.cycles + 1, last_cycle_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    if session.execute(stmt).rowcount == 1:
+        return
+    try:
+        with session.begin_nested():
+            session.add(AdmissionLockRow(id=1, cycles=1, last_cycle_at=now))
+    except IntegrityError:  # another process created it first: lock it now
+        session.execute(stmt)
+
+
+def team_and_project(submit: PlacementSubmit) -> tuple[str, str | None]:
+    """The task's own team/project, else the DAG's params, else its `team:x` / `project:y` tags."""
+    tags = dict(t.split(":", 1) for t in submit.dag_tags if ":" in t)
+    team = submit.ask.team or submit.dag_params.get("team") or tags.get("team")
+    project = submit.ask.project or submit.dag_params.get("project") or tags.get("project")
+    if not team:
+        raise MissingTeam(
+            "ask.team: no team given; set team= on the operator, a 'team' DAG param, or a 'team:<name>' DAG tag"
+        )
+    return str(team), None if project is None else str(project)
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    admitted: int
+    waiting: int
+    preempting: int
+    reclaimed: int
+
+
+class PlacementStore:
+    """Placement operations within one session; the caller commits."""
+
+    def __init__(self, session: Session, policy: Policy) -> None:
+        self.session = session
+        self.policy = policy
+
+    # -- reading --------------------------------------------------------------------------------
+    def _row(self, placement_id: str) -> PlacementRow:
+        row = self.session.get(PlacementRow, placement_id)
+        if row is None:
+            raise PlacementNotFound(placement_id)
+        return row
+
+    def _reservation(self, placement_id: str) -> ReservationRow | None:
+        return self.session.scalars(
+            select(ReservationRow).where(ReservationRow.placement_id == placement_id)
+        ).one_or_none()
+
+    def out(self, row: PlacementRow) -> PlacementOut:
+        reservation = self._reservation(row.id)
+        namespace = connection_id = None
+        if row.cluster:
+            try:
+                profile = ClusterStore(self.session).get(row.cluster)
+                namespace, connection_id = profile.namespace, profile.conn_id
+            except LookupError:
+                pass  # the cluster was deleted since; the lineage keeps its name
+        return placement_out(row, reservation, namespace, connection_id)
+
+    def get(self, placement_id: str) -> PlacementRow:
+        return self._row(placement_id)
+
+    def list(
+        self,
+        dag_id: str | None = None,
+        run_id: str | None = None,
+        task_id: str | None = None,
+        team: str | None = None,
+        state: PlacementState | None = None,
+        limit: int = 500,
+    ) -> Sequence[PlacementRow]:
+        q = select(PlacementRow).order_by(PlacementRow.queued_at, PlacementRow.id).limit(limit)
+        for column, value in (
+            (PlacementRow.dag_id, dag_id),
+            (PlacementRow.run_id, run_id),
+            (PlacementRow.task_id, task_id),
+            (PlacementRow.team, team),
+            (PlacementRow.state, None if state is None else state.value),
+        ):
+            if value is not None:
+                q = q.where(column == value)
+        return self.session.scalars(q).all()
+
+    # -- writing (each call takes the admission lock first) ---------------------------------------
+    def submit(self, submit: PlacementSubmit, actor: str, now: datetime, ti_id: str | None = None) -> PlacementRow:
+        """Queue a placement; the same (task try, attempt) returns the placement already queued."""
+        take_admission_lock(self.session, now)
+        t = submit.task
+        existing = self.session.scalars(
+            select(PlacementRow).where(
+                PlacementRow.dag_id == t.dag_id,
+                PlacementRow.run_id == t.run_id,
+                PlacementRow.task_id == t.task_id,
+                PlacementRow.map_index == t.map_index,
+                PlacementRow.try_number == t.try_number,
+                PlacementRow.attempt == submit.attempt,
+            )
+        ).one_or_none()
+        if existing is not None:
+            return existing
+        team, project = team_and_project(submit)
+        row_id = uuid.uuid4().hex
+        request = engine_request(row_id, submit.ask, team, project, now)
+        row = PlacementRow(
+            id=row_id,
+            dag_id=t.dag_id,
+            run_id=t.run_id,
+            task_id=t.task_id,
+            map_index=t.map_index,
+            try_number=t.try_number,
+            attempt=submit.attempt,
+            ti_id=ti_id,
+            team=team,
+            project=project,
+            priority_class=request.priority_class,
+            kind=request.kind.value,
+            interruptible=request.interruptible,
+            state=PlacementState.PENDING.value,
+            ask=json_of(submit.ask),
+            request=request.model_dump(mode="json"),
+            submitted_by=actor,
+            queued_at=now,
+            gpus=request.gpu_equivalent,
+        )
+        self.session.add(row)
+        self.session.flush()
+        audit(self.session, actor, "placement.submit", "placement", row_id, task=t.model_dump(), attempt=submit.attempt)
+        return row
+
+    def run_cycle(self, now: datetime, actor: str = "admission") -> CycleReport:
+        """Decide the whole pending queue at once and record every decision with its explanation."""
+        take_admission_lock(self.session, now)
+        pending = self.session.scalars(
+            select(PlacementRow).where(PlacementRow.state == PlacementState.PENDING.value)
+        ).all()
+        active = self.session.scalars(select(ReservationRow).where(ReservationRow.active.is_(True))).all()
+        view = load_view(self.session, now)
+        result = decide(view, [request_of(r) for r in pending], [reservation_of(r) for r in active], self.policy, now)
+        return self._record(result, {r.id: r for r in pending}, {r.id: r for r in active}, now, actor)
+
+    def _record(
+        self,
+        result: AdmissionResult,
+        pending: dict[str, PlacementRow],
+        active: dict[str, ReservationRow],
+        now: datetime,
+        actor: str,
+    ) -> CycleReport:
+        for lapsed in result.reclaimed:
+            res = active[lapsed.reservation_id]
+            row = self._row(res.placement_id)
+            state = PlacementState.PREEMPTED if row.state == PlacementState.PREEMPTED.value else PlacementState.EXPIRED
+            self._end(row, res, state, f"{lapsed.reason}: {lapsed.message}", now)
+            audit(
+                self.session,
+                actor,
+                "reservation.reclaim",
+                "placement",
+                res.placement_id,
+                reason=str(lapsed.reason),
+                message=lapsed.message,
+                cluster=res.cluster,
+            )
+        for victim in result.preemptions:
+            res = active[victim.reservation_id]
+            res.preempted_by = victim.for_request
+            row = self._row(res.placement_id)
+            if row.state in (PlacementState.ADMITTED.value, PlacementState.RUNNING.value):
+                row.state = PlacementState.PREEMPTED.value
+                row.end_reason = f"{victim.reason}: {victim.message}"
+            audit(
+                self.session,
+                actor,
+                "placement.preempt",
+                "placement",
+                res.placement_id,
+                reason=str(victim.reason),
+                message=victim.message,
+                for_placement=victim.for_request,
+            )
+        counts = dict.fromkeys(Outcome, 0)
+        for decision in result.decisions:
+            row = pending[decision.request_id]
+            counts[decision.outcome] += 1
+            row.decided_at = now
+            row.explanation = json_of(explanation_of(decision, now))
+            if decision.outcome is Outcome.ADMITTED and decision.reservation is not None:
+                placement = decision.placement
+                row.state = PlacementState.ADMITTED.value
+                row.admitted_at = now
+                row.cluster, row.pool = placement.cluster, placement.pool
+                row.nodes = list(placement.nodes)
+                row.gpu_type = decision.reservation.gpu_type
+                row.price_per_gpu_hour = placement.price_per_gpu_hour
+                row.score = placement.score
+                self.session.add(reservation_row(decision.reservation))
+                audit(
+                    self.session,
+                    actor,
+                    "placement.admit",
+                    "placement",
+                    row.id,
+                    cluster=row.cluster,
+                    pool=row.pool,
+                    score=round(placement.score, 4),
+                    price=placement.price_per_gpu_hour,
+                )
+        self.session.flush()
+        return CycleReport(
+            counts[Outcome.ADMITTED], counts[Outcome.WAITING], counts[Outcome.PREEMPTING], len(result.reclaimed)
+        )
+
+    def renew(self, placement_id: str, now: datetime) -> PlacementRow:
+        """Extend the lease of a placement that holds capacity; a preempted one learns it here."""
+        take_admission_lock(self.session, now)
+        row = self._row(placement_id)
+        res = self._reservation(placement_id)
+        if PlacementState(row.state).holds_capacity and res is not None and res.active:
+            res.expires_at = now + self.policy.lease
+        return row
+
+    def start(self, placement_id: str, pod_name: str, now: datetime) -> PlacementRow:
+        take_admission_lock(self.session, now)
+        row = self._row(placement_id)
+        if row.state == PlacementState.RUNNING.value and row.pod_name == pod_name:
+            return row  # a repeated report
+        if row.state != PlacementState.ADMITTED.value:
+            raise PlacementConflict(f"placement {placement_id} is {row.state}; only an admitted placement can start")
+        row.state = PlacementState.RUNNING.value
+        row.started_at = now
+        row.pod_name = pod_name
+        res = self._reservation(placement_id)
+        if res is not None:
+            res.expires_at = now + self.policy.lease
+        return row
+
+    def release(self, placement_id: str, outcome: str, message: str, now: datetime, actor: str) -> PlacementRow:
+        """The step ended (or was stopped): free its capacity and record GPU-hours and cost."""
+        take_admission_lock(self.session, now)
+        row = self._row(placement_id)
+        res = self._reservation(placement_id)
+        state = PlacementState(row.state)
+        stopping_victim = state is PlacementState.PREEMPTED and res is not None and res.active
+        if state.final and not stopping_victim:
+            return row  # ended already: releasing again changes nothing
+        final = {PlacementState.PREEMPTED: state, PlacementState.PENDING: PlacementState.CANCELLED}.get(
+            state, PlacementState.RELEASED
+        )
+        reason = row.end_reason if stopping_victim else f"{outcome}: {message}".rstrip(": ")
+        self._end(row, res, final, reason, now)
+        audit(self.session, actor, f"placement.{final.value}", "placement", row.id, outcome=outcome, cost=row.cost)
+        return row
+
+    def fail(self, placement_id: str, reason: str, message: str, now: datetime, actor: str) -> PlacementRow:
+        """The chosen cluster could not run the step: free the capacity; the next attempt avoids it."""
+        take_admission_lock(self.session, now)
+        row = self._row(placement_id)
+        if not PlacementState(row.state).final:
+            self._end(row, self._reservation(placement_id), PlacementState.FAILED, f"{reason}: {message}", now)
+            audit(
+                self.session,
+                actor,
+                "placement.fail",
+                "placement",
+                row.id,
+                cluster=row.cluster,
+                reason=reason,
+                message=message,
+            )
+        return row
+
+    def _end(
+        self, row: PlacementRow, res: ReservationRow | None, state: PlacementState, reason: str, now: datetime
+    ) -> None:
+        row.state = state.value
+        row.end_reason = reason
+        row.ended_at = now
+        ran = 0.0 if row.started_at is None else max(0.0, (now - row.started_at).total_seconds())
+        row.gpu_hours = row.gpus * ran / 3600.0
+        row.cost = row.gpu_hours * (row.price_per_gpu_hour or 0.0)
+        if res is not None and res.active:
+            res.active = False
+            res.ended_at = now
+        self.session.flush()

@@ -1,0 +1,141 @@
+"""Placements: submit, read (with the explanation), renew, start, release, report a cluster fault.
+
+Tasks act on their own placements only (their token names the task instance); people read all
+and may act where Airflow lets them edit the DAG. Each write runs an admission cycle in the same
+transaction, so its effect on the queue is decided before the answer goes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated
+
+from airflow.utils.session import create_session
+from fastapi import APIRouter, HTTPException, Query, status
+
+from airflow_mcsched.decision import RequestError
+from airflow_mcsched.service.auth import Caller, CallerDep, require_dag_edit
+from airflow_mcsched.service.placement_store import (
+    MissingTeam,
+    PlacementConflict,
+    PlacementNotFound,
+    PlacementStore,
+)
+from airflow_mcsched.service.policy_source import current_policy
+from airflow_mcsched.service.schemas import (
+    EndReport,
+    FaultReport,
+    PlacementList,
+    PlacementOut,
+    PlacementState,
+    PlacementSubmit,
+    StartReport,
+    TaskRef,
+)
+from airflow_mcsched.service.tables import PlacementRow
+
+router = APIRouter(prefix="/api/v1/placements", tags=["placements"])
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _check_owner(caller: Caller, task: TaskRef) -> None:
+    """A task may act only for itself; a person needs edit rights on the DAG."""
+    if caller.task is not None:
+        mine = caller.task
+        if (mine.dag_id, mine.run_id, mine.task_id, mine.map_index, mine.try_number) != (
+            task.dag_id, task.run_id, task.task_id, task.map_index, task.try_number,
+        ):  # fmt: skip
+            raise HTTPException(status.HTTP_403_FORBIDDEN, "a task may only act on its own placements")
+    else:
+        require_dag_edit(caller, task.dag_id)
+
+
+def _task_of(row: PlacementRow) -> TaskRef:
+    return TaskRef(
+        dag_id=row.dag_id, run_id=row.run_id, task_id=row.task_id, map_index=row.map_index, try_number=row.try_number
+    )
+
+
+def _act(placement_id: str, caller: Caller, action: Callable[[PlacementStore, datetime], PlacementRow]) -> PlacementOut:
+    with create_session() as session:
+        store = PlacementStore(session, current_policy())
+        try:
+            _check_owner(caller, _task_of(store.get(placement_id)))
+            now = _now()
+            row = action(store, now)
+            store.run_cycle(now)
+            return store.out(row)
+        except PlacementNotFound as err:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
+        except PlacementConflict as err:
+            raise HTTPException(status.HTTP_409_CONFLICT, str(err)) from None
+
+
+@router.post("", response_model=PlacementOut, status_code=status.HTTP_201_CREATED, summary="Queue a placement")
+def submit_placement(body: PlacementSubmit, caller: CallerDep) -> PlacementOut:
+    _check_owner(caller, body.task)
+    with create_session() as session:
+        store = PlacementStore(session, current_policy())
+        now = _now()
+        try:
+            row = store.submit(body, caller.name, now, ti_id=caller.task.ti_id if caller.task else None)
+        except (RequestError, MissingTeam) as err:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(err)) from None
+        store.run_cycle(now)
+        return store.out(row)
+
+
+@router.get("", response_model=PlacementList, summary="Placements (lineage) by DAG, run, task, team or state")
+def list_placements(
+    caller: CallerDep,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    task_id: str | None = None,
+    team: str | None = None,
+    state: PlacementState | None = None,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+) -> PlacementList:
+    with create_session() as session:
+        store = PlacementStore(session, current_policy())
+        rows = store.list(dag_id, run_id, task_id, team, state, limit)
+        return PlacementList(placements=[store.out(r) for r in rows])
+
+
+@router.get("/{placement_id}", response_model=PlacementOut, summary="One placement with its explanation")
+def get_placement(placement_id: str, caller: CallerDep) -> PlacementOut:
+    with create_session() as session:
+        store = PlacementStore(session, current_policy())
+        try:
+            return store.out(store.get(placement_id))
+        except PlacementNotFound as err:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
+
+
+@router.post("/{placement_id}/renew", response_model=PlacementOut, summary="Extend the lease")
+def renew_placement(placement_id: str, caller: CallerDep) -> PlacementOut:
+    return _act(placement_id, caller, lambda store, now: store.renew(placement_id, now))
+
+
+@router.post("/{placement_id}/start", response_model=PlacementOut, summary="The step's pod started")
+def start_placement(placement_id: str, body: StartReport, caller: CallerDep) -> PlacementOut:
+    return _act(placement_id, caller, lambda store, now: store.start(placement_id, body.pod_name, now))
+
+
+@router.post("/{placement_id}/release", response_model=PlacementOut, summary="The step ended: free and cost it")
+def release_placement(placement_id: str, body: EndReport, caller: CallerDep) -> PlacementOut:
+    return _act(
+        placement_id,
+        caller,
+        lambda store, now: store.release(placement_id, body.outcome, body.message, now, caller.name),
+    )
+
+
+@router.post("/{placement_id}/fault", response_model=PlacementOut, summary="The chosen cluster could not run it")
+def report_fault(placement_id: str, body: FaultReport, caller: CallerDep) -> PlacementOut:
+    return _act(
+        placement_id, caller, lambda store, now: store.fail(placement_id, body.reason, body.message, now, caller.name)
+    )

@@ -1,0 +1,173 @@
+"""The persistent placement queue and its admission cycle, on real metadata DBs (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from airflow_mcsched.access.fleet_file import load_fleet_file
+from airflow_mcsched.decision import Policy
+from airflow_mcsched.service.cluster_store import ClusterStore
+from airflow_mcsched.service.placement_store import MissingTeam, PlacementStore
+from airflow_mcsched.service.schemas import PlacementState, PlacementSubmit
+from airflow_mcsched.service.status_store import StatusStore
+from airflow_mcsched.service.tables import AuditRow, ReservationRow
+from tests.decision.fleet_factory import observe
+
+FLEET = load_fleet_file(Path(__file__).resolve().parents[2] / "examples" / "fleet.yaml")
+A100 = "NVIDIA-A100-SXM4-80GB"
+POLICY = Policy()
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@pytest.fixture
+def db(metadata_session_factory):
+    """The example fleet recorded, every cluster read with all its capacity free."""
+    with metadata_session_factory() as s:
+        ClusterStore(s).apply(FLEET, "test")
+        for profile in FLEET.clusters:
+            StatusStore(s).record(observe(profile, at=now()))
+    return metadata_session_factory
+
+
+def submit(task: str, gpus: int = 8, try_number: int = 1, attempt: int = 1, **ask) -> PlacementSubmit:
+    ask = {"team": "nlp", "kind": "training", "gpus": gpus, "gpu_types": [A100], "cpu": 8, "memory_gib": 64, **ask}
+    return PlacementSubmit.model_validate(
+        {"task": {"dag_id": "d", "run_id": "r", "task_id": task, "try_number": try_number}, "ask": ask,
+         "attempt": attempt}
+    )  # fmt: skip
+
+
+def place(db, body: PlacementSubmit, when: datetime | None = None):
+    with db() as s:
+        store = PlacementStore(s, POLICY)
+        row = store.submit(body, "test", when or now())
+        store.run_cycle(when or now())
+        return store.out(row)
+
+
+def test_a_request_is_admitted_with_its_explanation(db):
+    out = place(db, submit("train"))
+    assert out.state is PlacementState.ADMITTED
+    assert (out.cluster, out.pool, out.gpu_type) == ("onprem-a100", "a100-ib", A100)
+    assert out.connection_id == "mcsched_onprem_a100" and out.reservation_id
+    assert out.explanation.chosen.cluster == "onprem-a100"
+    assert out.lease_expires_at is not None
+
+
+def test_submitting_the_same_task_try_again_returns_the_same_placement(db):
+    first, again = place(db, submit("train")), place(db, submit("train"))
+    assert first.id == again.id
+    retry = place(db, submit("train", try_number=2))  # an Airflow retry is placed anew
+    assert retry.id != first.id
+
+
+def test_team_comes_from_dag_params_or_tags_else_a_clear_error(db):
+    body = submit("t", team=None)
+    with db() as s, pytest.raises(MissingTeam, match="team:<name>"):
+        PlacementStore(s, POLICY).submit(body, "test", now())
+    tagged = body.model_copy(update={"dag_tags": ["team:vision", "project:cars"]})
+    out = place(db, tagged)
+    assert (out.team, out.project) == ("vision", "cars")
+
+
+def test_a_waiting_request_says_why_and_is_admitted_when_capacity_frees(db):
+    a = place(db, submit("a", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]))
+    b = place(db, submit("b", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]))
+    assert a.state is PlacementState.ADMITTED and b.state is PlacementState.PENDING
+    assert b.explanation.outcome == "waiting"
+    assert any(r.cluster == "cloud-h100" and r.reason == "InsufficientFreeGpus" for r in b.explanation.rejections)
+    with db() as s:
+        store = PlacementStore(s, POLICY)
+        store.release(a.id, "succeeded", "", now(), "test")
+        store.run_cycle(now())
+        assert store.get(b.id).state == PlacementState.ADMITTED.value
+
+
+def test_release_records_gpu_hours_and_cost_from_known_times_and_price(db):
+    t0 = now()
+    out = place(db, submit("train", gpus=4), when=t0)
+    with db() as s:
+        store = PlacementStore(s, POLICY)
+        store.start(out.id, "pod-1", t0 + timedelta(minutes=1))
+        row = store.release(out.id, "succeeded", "", t0 + timedelta(minutes=1, hours=2), "test")
+        assert row.state == PlacementState.RELEASED.value
+        assert row.gpu_hours == pytest.approx(4 * 2.0)
+        assert row.cost == pytest.approx(4 * 2.0 * 1.20)
+        res = s.scalars(select(ReservationRow).where(ReservationRow.placement_id == out.id)).one()
+        assert not res.active
+
+
+def test_an_unrenewed_lease_expires_and_its_capacity_is_reclaimed(db):
+    t0 = now()
+    out = place(db, submit("train", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]), when=t0)
+    later = t0 + POLICY.lease + timedelta(seconds=1)
+    with db() as s:
+        StatusStore(s).record(observe(FLEET.cluster("cloud-h100"), at=later))  # a fresh read: no pod showed up
+        PlacementStore(s, POLICY).run_cycle(later)
+    nxt = place(db, submit("next", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]), when=later)
+    with db() as s:
+        assert PlacementStore(s, POLICY).get(out.id).state == PlacementState.EXPIRED.value
+        assert s.scalars(select(AuditRow).where(AuditRow.action == "reservation.reclaim")).first() is not None
+    assert nxt.state is PlacementState.ADMITTED
+
+
+def test_a_higher_priority_request_goes_first(db):
+    with db() as s:  # both queued before any cycle runs
+        store = PlacementStore(s, POLICY)
+        t0 = now()
+        low = store.submit(submit("low", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]), "test", t0)
+        high = store.submit(
+            submit("high", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"], priority_class="high"), "test",
+            t0 + timedelta(seconds=1),
+        )  # fmt: skip
+        store.run_cycle(t0 + timedelta(seconds=2))
+        assert (store.get(high.id).state, store.get(low.id).state) == ("admitted", "pending")
+
+
+def test_a_fault_frees_the_capacity_and_the_next_attempt_avoids_the_cluster(db):
+    first = place(db, submit("train", gpus=8))
+    with db() as s:
+        PlacementStore(s, POLICY).fail(first.id, "ClusterApiUnavailable", "connection refused", now(), "test")
+    second = place(db, submit("train", gpus=8, attempt=2, avoid_clusters=[first.cluster],
+                              gpu_types=[A100, "NVIDIA-H100-80GB-HBM3"]))  # fmt: skip
+    assert second.state is PlacementState.ADMITTED and second.cluster != first.cluster
+
+
+def test_concurrent_requests_for_less_capacity_than_asked_never_over_commit(db):
+    """24 workers at once ask for 2 A100s each; 8 of the fleet's 16 are free for them (8 are kept for
+    the `critical` class): exactly four are admitted, and no node ever holds more than it has."""
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(24)
+
+    def worker(i: int) -> None:
+        try:
+            barrier.wait()
+            place(db, submit(f"w{i}", gpus=2))
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with db() as s:
+        rows = PlacementStore(s, POLICY).list(dag_id="d")
+        states = Counter(r.state for r in rows)
+        reservations = s.scalars(select(ReservationRow).where(ReservationRow.active.is_(True))).all()
+    assert states == {"admitted": 4, "pending": 20}
+    per_node = Counter()
+    for r in reservations:
+        for pod in r.pods:
+            per_node[pod["node"]] += pod["gpus"]
+    assert per_node and all(g <= 8 for g in per_node.values()) and sum(per_node.values()) == 8
