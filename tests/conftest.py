@@ -158,3 +158,42 @@ def user_tokens(api_client) -> dict[str, str]:
         assert r.status_code == 201, r.text
         tokens[user] = r.json()["access_token"]
     return tokens
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def live_api_url(airflow_db: Path):
+    """Airflow's API server app (with our plugin) served over real HTTP by uvicorn in a thread.
+
+    Workers' hooks reach it through `[mcsched] service_url`, as they would reach `airflow api-server`.
+    """
+    import threading
+    import time
+
+    import uvicorn
+
+    os.environ["MCSCHED_SERVE_APP"] = "1"
+    os.environ["AIRFLOW__MCSCHED__SYNC_ENABLED"] = "False"
+    from airflow.api_fastapi.app import create_app
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="live-api-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the in-process API server did not start")
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{port}"
+    os.environ["AIRFLOW__MCSCHED__SERVICE_URL"] = url + "/mcsched"
+    yield url
+    server.should_exit = True
+    thread.join(timeout=10)
