@@ -20,6 +20,7 @@ import httpx
 from airflow_mcsched.service.schemas import (
     EndReport,
     FaultReport,
+    Handover,
     PlacementList,
     PlacementOut,
     PlacementSubmit,
@@ -121,6 +122,12 @@ class PlacementHook:
     def fault(self, placement_id: str, reason: str, message: str = "") -> PlacementOut:
         body = FaultReport(reason=reason, message=message[:2000]).model_dump()
         return PlacementOut.model_validate(self._run(_Call("POST", f"/api/v1/placements/{placement_id}/fault", body)))
+
+    def handover(self, placement_id: str, task_id: str) -> PlacementOut:
+        body = Handover(task_id=task_id).model_dump()
+        return PlacementOut.model_validate(
+            self._run(_Call("POST", f"/api/v1/placements/{placement_id}/handover", body))
+        )
 
     def list(self, **filters: Any) -> PlacementList:
         params = {k: v for k, v in filters.items() if v is not None}

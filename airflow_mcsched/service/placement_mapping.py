@@ -175,6 +175,7 @@ def placement_out(
         cost=row.cost,
         pod_name=row.pod_name,
         end_reason=row.end_reason,
+        holder_task_id=row.holder_task_id,
         explanation=None if row.explanation is None else Explanation.model_validate(row.explanation),
     )
 

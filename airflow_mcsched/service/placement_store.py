@@ -191,8 +191,26 @@ class PlacementStore:
         ).all()
         active = self.session.scalars(select(ReservationRow).where(ReservationRow.active.is_(True))).all()
         view = load_view(self.session, now)
+        self._renew_observed(active, view, now)
         result = decide(view, [request_of(r) for r in pending], [reservation_of(r) for r in active], self.policy, now)
         return self._record(result, {r.id: r for r in pending}, {r.id: r for r in active}, now, actor)
+
+    def _renew_observed(self, active: Sequence[ReservationRow], view, now: datetime) -> None:
+        """A reservation whose pod the cluster shows is alive: its lease is renewed by that sight, so
+        deferred tasks (which cannot renew while the triggerer waits on the pod) keep their grant."""
+        for res in active:
+            if view.has_cluster(res.cluster) and res.id in view.cluster(res.cluster).reservation_ids_seen:
+                res.expires_at = max(res.expires_at, now + self.policy.lease)
+
+    def handover(self, placement_id: str, task_id: str, now: datetime, actor: str) -> PlacementRow:
+        """Let another task of the same DAG run (any try) act on this placement from now on."""
+        take_admission_lock(self.session, now)
+        row = self._row(placement_id)
+        if not PlacementState(row.state).holds_capacity:
+            raise PlacementConflict(f"placement {placement_id} is {row.state}; only a granted placement is handed over")
+        row.holder_task_id = task_id
+        audit(self.session, actor, "placement.handover", "placement", row.id, to_task=task_id)
+        return row
 
     def _record(
         self,

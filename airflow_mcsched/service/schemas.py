@@ -184,11 +184,20 @@ class PlacementOut(BaseModel):
     cost: float | None = None
     pod_name: str | None = None
     end_reason: str | None = None
+    holder_task_id: str | None = Field(default=None, description="the task the reservation was handed to")
     explanation: Explanation | None = None
 
 
 class PlacementList(BaseModel):
     placements: list[PlacementOut]
+
+
+class Handover(BaseModel):
+    """A sensor that waited for admission hands its reservation to a downstream task of the same run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(min_length=1, max_length=250)
 
 
 class StartReport(BaseModel):

@@ -164,6 +164,7 @@ class PlacementRow(Base):
     try_number: Mapped[int] = mapped_column(Integer, default=1)
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     ti_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    holder_task_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
     team: Mapped[str] = mapped_column(String(128))
     project: Mapped[str | None] = mapped_column(String(128), nullable=True)
     priority_class: Mapped[str | None] = mapped_column(String(64), nullable=True)

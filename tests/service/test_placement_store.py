@@ -171,3 +171,20 @@ def test_concurrent_requests_for_less_capacity_than_asked_never_over_commit(db):
         for pod in r.pods:
             per_node[pod["node"]] += pod["gpus"]
     assert per_node and all(g <= 8 for g in per_node.values()) and sum(per_node.values()) == 8
+
+
+def test_a_reservation_whose_pod_the_cluster_shows_keeps_its_lease(db):
+    t0 = now()
+    out = place(db, submit("train", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]), when=t0)
+    later = t0 + POLICY.lease + timedelta(minutes=5)
+    with db() as s:  # the task is deferred (nobody renews), but its pod runs and the sync sees it
+        StatusStore(s).record(observe(FLEET.cluster("cloud-h100"), at=later, seen=[out.reservation_id]))
+        PlacementStore(s, POLICY).run_cycle(later)
+        assert PlacementStore(s, POLICY).get(out.id).state == PlacementState.ADMITTED.value
+
+
+def test_handover_lets_a_downstream_task_hold_the_reservation(db):
+    out = place(db, submit("wait_for_gpus", gpus=1))
+    with db() as s:
+        row = PlacementStore(s, POLICY).handover(out.id, "train", now(), "test")
+        assert row.holder_task_id == "train"

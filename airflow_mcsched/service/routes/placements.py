@@ -26,6 +26,7 @@ from airflow_mcsched.service.policy_source import current_policy
 from airflow_mcsched.service.schemas import (
     EndReport,
     FaultReport,
+    Handover,
     PlacementList,
     PlacementOut,
     PlacementState,
@@ -42,16 +43,17 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _check_owner(caller: Caller, task: TaskRef) -> None:
-    """A task may act only for itself; a person needs edit rights on the DAG."""
-    if caller.task is not None:
-        mine = caller.task
-        if (mine.dag_id, mine.run_id, mine.task_id, mine.map_index, mine.try_number) != (
-            task.dag_id, task.run_id, task.task_id, task.map_index, task.try_number,
-        ):  # fmt: skip
-            raise HTTPException(status.HTTP_403_FORBIDDEN, "a task may only act on its own placements")
-    else:
+def _check_owner(caller: Caller, task: TaskRef, holder_task_id: str | None = None) -> None:
+    """A task may act only for itself (or as the holder a placement was handed to, in the same DAG
+    run); a person needs edit rights on the DAG."""
+    if caller.task is None:
         require_dag_edit(caller, task.dag_id)
+        return
+    mine = caller.task
+    same_try = (mine.task_id, mine.map_index, mine.try_number) == (task.task_id, task.map_index, task.try_number)
+    holder = holder_task_id is not None and mine.task_id == holder_task_id
+    if (mine.dag_id, mine.run_id) != (task.dag_id, task.run_id) or not (same_try or holder):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "a task may only act on its own placements")
 
 
 def _task_of(row: PlacementRow) -> TaskRef:
@@ -64,7 +66,8 @@ def _act(placement_id: str, caller: Caller, action: Callable[[PlacementStore, da
     with create_session() as session:
         store = PlacementStore(session, current_policy())
         try:
-            _check_owner(caller, _task_of(store.get(placement_id)))
+            row = store.get(placement_id)
+            _check_owner(caller, _task_of(row), row.holder_task_id)
             now = _now()
             row = action(store, now)
             store.run_cycle(now)
@@ -139,3 +142,8 @@ def report_fault(placement_id: str, body: FaultReport, caller: CallerDep) -> Pla
     return _act(
         placement_id, caller, lambda store, now: store.fail(placement_id, body.reason, body.message, now, caller.name)
     )
+
+
+@router.post("/{placement_id}/handover", response_model=PlacementOut, summary="Hand the reservation to a task")
+def handover_placement(placement_id: str, body: Handover, caller: CallerDep) -> PlacementOut:
+    return _act(placement_id, caller, lambda store, now: store.handover(placement_id, body.task_id, now, caller.name))

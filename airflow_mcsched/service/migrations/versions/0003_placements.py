@@ -27,6 +27,7 @@ def upgrade() -> None:
         sa.Column("try_number", sa.Integer(), nullable=False),
         sa.Column("attempt", sa.Integer(), nullable=False),
         sa.Column("ti_id", sa.String(36), nullable=True),
+        sa.Column("holder_task_id", sa.String(250), nullable=True),
         sa.Column("team", sa.String(128), nullable=False),
         sa.Column("project", sa.String(128), nullable=True),
         sa.Column("priority_class", sa.String(64), nullable=True),
