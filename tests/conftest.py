@@ -142,6 +142,7 @@ def api_client(airflow_db: Path):
     """Airflow's real API server app, in process, with our plugin app mounted (sync off)."""
     os.environ["MCSCHED_SERVE_APP"] = "1"
     os.environ["AIRFLOW__MCSCHED__SYNC_ENABLED"] = "False"
+    os.environ["AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS"] = "0"
     from airflow.api_fastapi.app import create_app
     from fastapi.testclient import TestClient
 
@@ -181,6 +182,7 @@ def live_api_url(airflow_db: Path):
 
     os.environ["MCSCHED_SERVE_APP"] = "1"
     os.environ["AIRFLOW__MCSCHED__SYNC_ENABLED"] = "False"
+    os.environ["AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS"] = "0"
     from airflow.api_fastapi.app import create_app
 
     port = free_port()

@@ -55,6 +55,7 @@ class CapacitySync:
         timeout: float = 10.0,
         lease_seconds: float = 60.0,
         workers: int = 8,
+        on_round: Callable[[list[SyncOutcome]], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.client_for = client_for
@@ -62,6 +63,7 @@ class CapacitySync:
         self.timeout = timeout
         self.lease_seconds = lease_seconds
         self.workers = workers
+        self.on_round = on_round  # e.g. run an admission cycle on the fresh view
 
     def _sync_one(self, profile: ClusterProfile) -> SyncOutcome:
         if not self.ledger.acquire(profile.name, self.owner, self.lease_seconds):
@@ -88,7 +90,9 @@ class CapacitySync:
         """Sync every `interval` seconds until `stop` is set; a failing round never ends the loop."""
         while not stop.is_set():
             try:
-                self.sync_once()
+                outcomes = self.sync_once()
+                if self.on_round and any(o.synced for o in outcomes):
+                    self.on_round(outcomes)
             except Exception:
                 log.exception("capacity sync round failed; retrying in %.0fs", interval)
             stop.wait(interval)

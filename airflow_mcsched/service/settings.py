@@ -12,6 +12,7 @@ class ServiceSettings:
     sync_interval_seconds: float = 15.0
     sync_timeout_seconds: float = 10.0
     sync_lease_seconds: float = 60.0
+    admission_interval_seconds: float = 5.0
 
     @classmethod
     def from_airflow_conf(cls) -> ServiceSettings:
@@ -22,4 +23,5 @@ class ServiceSettings:
             sync_interval_seconds=conf.getfloat("mcsched", "sync_interval_seconds", fallback=15.0),
             sync_timeout_seconds=conf.getfloat("mcsched", "sync_timeout_seconds", fallback=10.0),
             sync_lease_seconds=conf.getfloat("mcsched", "sync_lease_seconds", fallback=60.0),
+            admission_interval_seconds=conf.getfloat("mcsched", "admission_interval_seconds", fallback=5.0),
         )

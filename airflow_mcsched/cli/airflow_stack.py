@@ -1,0 +1,191 @@
+"""Airflow's components as separate local processes: API server, scheduler, DAG processor, triggerer.
+
+The demo and the end-to-end tests run DAGs the way a deployment does (LocalExecutor, tasks under
+the Task SDK with no ORM, the placement service inside the API server), on one machine, with low
+parallelism. Ports are chosen free, so several stacks (or a stack and other tests) never collide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+HEALTH_KEYS = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class AirflowStack:
+    """Start with `start()`, stop with `stop()` (or use as a context manager)."""
+
+    home: Path
+    sql_alchemy_conn: str
+    dags_folder: Path
+    jwt_secret: str
+    extra_env: dict[str, str] = field(default_factory=dict)
+    admin_password: str = "admin"
+    parallelism: int = 4
+    port: int = field(default_factory=free_port)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        (self.home / "passwords.json").write_text(json.dumps({"admin": self.admin_password}))
+        return {
+            **os.environ,
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.sql_alchemy_conn,
+            "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(self.port),
+            "AIRFLOW__API__BASE_URL": self.url,
+            "AIRFLOW__API__WORKERS": "1",
+            "AIRFLOW__API_AUTH__JWT_SECRET": self.jwt_secret,
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+            "AIRFLOW__MCSCHED__SERVICE_URL": f"{self.url}/mcsched",
+            "AIRFLOW__MCSCHED__SYNC_INTERVAL_SECONDS": "3",
+            "AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS": "2",
+            **self.extra_env,
+        }
+
+    def start(self, timeout: float = 120.0) -> AirflowStack:
+        logs = self.home / "logs" / "components"
+        logs.mkdir(parents=True, exist_ok=True)
+        airflow = str(Path(sys.executable).with_name("airflow"))
+        env = self.env()
+        subprocess.run([airflow, "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL)
+        for name in COMPONENTS:
+            args = [airflow, name] + (["-p", str(self.port), "-H", "127.0.0.1"] if name == "api-server" else [])
+            with open(logs / f"{name}.log", "ab") as out:
+                self.processes[name] = subprocess.Popen(
+                    args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                )
+        try:
+            self.wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def health(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=3) as r:
+                return json.loads(r.read())
+        except (OSError, ValueError):
+            return None
+
+    def wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dead = [n for n, p in self.processes.items() if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"Airflow {dead} exited; see {self.home / 'logs' / 'components'}")
+            h = self.health()
+            if h and all((h.get(k) or {}).get("status") == "healthy" for k in HEALTH_KEYS):
+                return
+            time.sleep(1)
+        raise TimeoutError(f"Airflow did not become healthy in {timeout:.0f}s: {self.health()}")
+
+    def stop(self, timeout: float = 20.0) -> None:
+        for p in self.processes.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for p in self.processes.values():
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.processes.clear()
+
+    def __enter__(self) -> AirflowStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- driving it over its REST API, as a user would -----------------------------------------
+    def token(self) -> str:
+        body = json.dumps({"username": "admin", "password": self.admin_password}).encode()
+        req = urllib.request.Request(
+            f"{self.url}/auth/token", data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())["access_token"]
+
+    def api(self, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        req.add_header("Authorization", f"Bearer {token or self.token()}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as err:
+            raise RuntimeError(f"{method} {path}: {err.code} {err.read().decode()[:500]}") from None
+
+    def wait_for_dag(self, dag_id: str, timeout: float = 120.0) -> None:
+        """Until the DAG processor has parsed the DAG file."""
+        deadline = time.monotonic() + timeout
+        token = self.token()
+        while time.monotonic() < deadline:
+            try:
+                self.api("GET", f"/api/v2/dags/{dag_id}", token=token)
+                return
+            except RuntimeError:
+                time.sleep(1)
+        raise TimeoutError(f"DAG {dag_id} was not parsed within {timeout:.0f}s")
+
+    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None, run_id: str | None = None) -> str:
+        token = self.token()
+        self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
+        body: dict[str, Any] = {"logical_date": None, "conf": conf or {}}
+        if run_id:
+            body["dag_run_id"] = run_id
+        return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", body, token=token)["dag_run_id"]
+
+    def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 300.0, on_poll=None) -> str:
+        deadline = time.monotonic() + timeout
+        token = self.token()
+        while time.monotonic() < deadline:
+            run = self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", token=token)
+            if on_poll:
+                on_poll(run)
+            if run["state"] in ("success", "failed"):
+                return run["state"]
+            time.sleep(2)
+        raise TimeoutError(f"run {dag_id}/{run_id} did not finish within {timeout:.0f}s")
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str]:
+        tis = self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
+        return {ti["task_id"]: ti["state"] for ti in tis}

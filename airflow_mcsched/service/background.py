@@ -1,0 +1,72 @@
+"""The API server's background work: the capacity sync and the admission timer, as daemon threads.
+
+Both are safe to run in every replica: the sync takes a lease per cluster, and admission cycles
+serialise on the lock row. The timer is what expires leases and admits work when nothing else
+happens (no submit, release or sync to trigger a cycle).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from airflow_mcsched.service.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+
+
+def run_admission_cycle(*_: object) -> None:
+    from airflow.utils.session import create_session
+
+    from airflow_mcsched.service.placement_store import PlacementStore
+    from airflow_mcsched.service.policy_source import current_policy
+
+    with create_session() as session:
+        PlacementStore(session, current_policy()).run_cycle(datetime.now(UTC))
+
+
+def _every(interval: float, stop: threading.Event, work: Callable[[], None], what: str) -> None:
+    while not stop.wait(interval):
+        try:
+            work()
+        except Exception:
+            log.exception("%s failed; trying again in %.0fs", what, interval)
+
+
+@dataclass
+class BackgroundWork:
+    settings: ServiceSettings
+    stop: threading.Event = field(default_factory=threading.Event)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> BackgroundWork:
+        if self.settings.sync_enabled:
+            from airflow_mcsched.cli.sync import build_sync
+
+            sync = build_sync(self.settings.sync_timeout_seconds)
+            sync.lease_seconds = self.settings.sync_lease_seconds
+            sync.on_round = run_admission_cycle
+            self._thread("mcsched-capacity-sync", sync.run, self.settings.sync_interval_seconds, self.stop)
+        if self.settings.admission_interval_seconds > 0:
+            self._thread(
+                "mcsched-admission-timer",
+                _every,
+                self.settings.admission_interval_seconds,
+                self.stop,
+                run_admission_cycle,
+                "admission cycle",
+            )
+        return self
+
+    def _thread(self, name: str, target: Callable[..., None], *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=self.settings.sync_timeout_seconds + 5)
