@@ -50,8 +50,12 @@ class AirflowStack:
 
     def env(self) -> dict[str, str]:
         (self.home / "passwords.json").write_text(json.dumps({"admin": self.admin_password}))
+        # the caller's own Airflow settings (a test session's, a user's shell) must not leak in
+        inherited = {
+            k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "MCSCHED_", "AIRFLOW_CONN_"))
+        }
         return {
-            **os.environ,
+            **inherited,
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.sql_alchemy_conn,
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
@@ -72,6 +76,7 @@ class AirflowStack:
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__MCSCHED__SERVICE_URL": f"{self.url}/mcsched",
+            "AIRFLOW__MCSCHED__SYNC_ENABLED": "True",
             "AIRFLOW__MCSCHED__SYNC_INTERVAL_SECONDS": "3",
             "AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS": "2",
             **self.extra_env,
