@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,9 @@ class AirflowStack:
     def trigger(self, dag_id: str, conf: dict[str, Any] | None = None, run_id: str | None = None) -> str:
         token = self.token()
         self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
-        body: dict[str, Any] = {"logical_date": None, "conf": conf or {}}
+        # a logical date, so templates such as {{ ds }} render as in a scheduled run
+        logical_date = datetime.now(UTC).isoformat()
+        body: dict[str, Any] = {"logical_date": logical_date, "conf": conf or {}}
         if run_id:
             body["dag_run_id"] = run_id
         return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", body, token=token)["dag_run_id"]

@@ -13,13 +13,14 @@ import os
 import secrets
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 from airflow_mcsched.cli.table import render_table
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_FLEET = REPO / "examples" / "fleet.yaml"
+DEMO_DAG = "retraining_pipeline"
 
 
 def prepare_airflow_home(home: Path) -> Path:
@@ -99,64 +100,49 @@ def _show_view(view) -> None:
     )
 
 
-def sample_requests(now: datetime) -> list[dict]:
-    """Three steps of a retraining pipeline, as a data scientist would describe them."""
-    return [
-        {
-            "id": "train-llm",
-            "arrival": now,
-            "team": "nlp",
-            "project": "assistant",
-            "kind": "training",
-            "gpus": 8,
-            "gpu_types": ["NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"],
-            "cpu": 32,
-            "memory_gib": 256,
-            "expected_duration": timedelta(hours=6),
-            "data": [{"location": "imagenet-22k", "size_gib": 1500}],
-            "needs_rdma": True,
-        },
-        {
-            "id": "eval-llm",
-            "arrival": now + timedelta(seconds=1),
-            "team": "nlp",
-            "kind": "eval",
-            "gpus": 1,
-            "min_gpu_memory_gib": 20,
-            "cpu": 8,
-            "memory_gib": 32,
-            "expected_duration": timedelta(minutes=30),
-            "interruptible": True,
-            "data": [{"location": "s3://ml-eu/eval/", "size_gib": 20}],
-        },
-        {
-            "id": "batch-score",
-            "arrival": now + timedelta(seconds=2),
-            "team": "ads",
-            "kind": "batch",
-            "gpu_milli": 500,
-            "cpu": 4,
-            "memory_gib": 16,
-            "expected_duration": timedelta(hours=1),
-            "data": [{"location": "clickstream-eu", "size_gib": 200}],
-        },
-    ]
+def _show_placements(placements: list[dict]) -> None:
+    for p in placements:
+        task, exp = p["task"], p.get("explanation") or {}
+        where = f"{p['cluster']}/{p['pool']} on {', '.join(p['nodes'])}" if p["cluster"] else "nowhere yet"
+        print(
+            f"\n- {task['task_id']} (try {task['try_number']}, attempt {p['attempt']}): {p['state'].upper()} -> {where}"
+        )
+        chosen = exp.get("chosen")
+        if chosen:
+            parts = ", ".join(f"{x['name']} {x['value']:.2f}x{x['weight']:g}" for x in chosen["parts"])
+            print(f"    price {chosen['price_per_gpu_hour']:.2f}/GPU-h, score {chosen['score']:.3f} = {parts}")
+        for r in exp.get("runners_up", [])[:2]:
+            price = r["price_per_gpu_hour"]
+            print(f"    runner-up {r['cluster']}/{r['pool']} score {r['score']:.3f} at {price:.2f}/GPU-h")
+        for r in exp.get("rejections", []):
+            where = r["cluster"] if r["pool"] is None else f"{r['cluster']}/{r['pool']}"
+            print(f"    not {where}: {r['reason']}: {r['message']}")
+        if p.get("gpu_hours") is not None:
+            print(f"    {p['gpu_hours']:.6f} GPU-hours, cost {p['cost']:.6f} ({p['end_reason']})")
 
 
-def _show_decisions(result) -> None:
-    for d in result.decisions:
-        if d.placement is None:
-            print(f"\n- {d.request_id}: {d.outcome.value.upper()} ({d.reason}) {d.summary}")
-        else:
-            print(f"\n- {d.request_id}: {d.outcome.value.upper()}")
-            p = d.placement
-            print(f"    -> {p.cluster}/{p.pool} on {', '.join(p.nodes)} at {p.price_per_gpu_hour:.2f}/GPU-h")
-            parts = ", ".join(f"{part.name}={part.value:.2f}x{part.weight:g}" for part in p.parts)
-            print(f"    score {p.score:.3f} = {parts}")
-            for r in d.runners_up[:2]:
-                print(f"    runner-up {r.cluster}/{r.pool} score {r.score:.3f} at {r.price_per_gpu_hour:.2f}/GPU-h")
-        for rejection in d.rejections:
-            print(f"    not {rejection}")
+def _show_cost_per_team(placements: list[dict]) -> None:
+    totals: dict[tuple[str, str], list[float]] = {}
+    for p in placements:
+        key = (p["team"], p["project"] or "-")
+        t = totals.setdefault(key, [0.0, 0.0, 0])
+        t[0] += p.get("gpu_hours") or 0.0
+        t[1] += p.get("cost") or 0.0
+        t[2] += 1
+    rows = [[team, project, n, f"{gh:.4f}", f"{cost:.4f}"] for (team, project), (gh, cost, n) in sorted(totals.items())]
+    print(render_table(["TEAM", "PROJECT", "PLACEMENTS", "GPU-HOURS", "COST"], rows))
+
+
+def _wait_for_capacity(stack, clusters: int, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = stack.api("GET", "/mcsched/api/v1/clusters")["clusters"]
+        if len(listed) == clusters and all(c["status"] and c["status"]["healthy"] for c in listed):
+            return
+        time.sleep(1)
+    raise TimeoutError("the API server did not read every cluster's capacity in time")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -167,12 +153,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     from airflow.utils.session import create_session
 
-    from airflow_mcsched.access.connections import ConnectionClients
     from airflow_mcsched.access.fleet_file import load_fleet_file
-    from airflow_mcsched.access.sync import CapacitySync
-    from airflow_mcsched.decision import Policy, decide, parse_request
+    from airflow_mcsched.cli.airflow_stack import AirflowStack
     from airflow_mcsched.service.cluster_store import ClusterStore
-    from airflow_mcsched.service.sync_ledger import DbSyncLedger
     from airflow_mcsched.service.view_loader import load_view
     from airflow_mcsched.virtual.fleet import VirtualFleet
 
@@ -182,7 +165,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with VirtualFleet.start(spec, mode="process", state_dir=state_dir) as fleet:
         for handle in fleet:
             print(f"  {handle.name:14} {handle.url}  (Airflow connection {handle.conn_id})")
-        os.environ.update(fleet.connection_env())
         print(f"  kubeconfigs and Airflow connections written to {state_dir}")
 
         _step("Their nodes, read through the kubernetes client")
@@ -192,37 +174,75 @@ def cmd_demo(args: argparse.Namespace) -> int:
         with create_session() as session:
             print(ClusterStore(session).apply(spec, "demo").describe())
 
-        _step("Reading live capacity of every cluster through its Airflow connection (`mcsched sync --once`)")
-        sync = CapacitySync(DbSyncLedger(create_session), ConnectionClients(), owner="demo")
-        for o in sync.sync_once():
-            print(f"  {o.cluster:14} {'healthy' if o.healthy else 'UNHEALTHY ' + str(o.error)}  {o.seconds:.3f}s")
+        password = _demo_password(home)
+        stack = AirflowStack(
+            airflow_home,
+            os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"],
+            REPO / "dags_examples",
+            os.environ["AIRFLOW__API_AUTH__JWT_SECRET"],
+            extra_env=fleet.connection_env(),
+            admin_password=password,
+            port=args.port,
+        )
+        _step("Starting Airflow: api-server (with the placement service), scheduler, dag-processor, triggerer")
+        with stack:
+            print(f"  Airflow UI {stack.url}  login admin / {password}  (logs in {airflow_home / 'logs'})")
+            _wait_for_capacity(stack, len(spec.clusters))
 
-        _step("The global view: free GPUs per cluster and node pool, and how they sit on nodes")
-        now = datetime.now(UTC)
-        with create_session() as session:
-            view = load_view(session, now)
-        _show_view(view)
+            _step("The global view the API server keeps from live capacity reads")
+            with create_session() as session:
+                _show_view(load_view(session))
 
-        _step("Where would three steps of a retraining pipeline go? (one admission cycle of the engine)")
-        queue = [parse_request(r) for r in sample_requests(now)]
-        _show_decisions(decide(view, queue, [], Policy(), now))
+            _step("Running the retraining pipeline (prepare -> train -> evaluate -> batch inference)")
+            stack.wait_for_dag(DEMO_DAG)
+            run_id = stack.trigger(DEMO_DAG)
+            seen: dict[str, str] = {}
 
-        if args.keep_running:
-            print(f"\nVirtual clusters keep running (Ctrl-C stops them); state in {state_dir}")
-            try:
-                import time
+            def progress(_run: dict) -> None:
+                for task, state in stack.task_states(DEMO_DAG, run_id).items():
+                    if state and seen.get(task) != state:
+                        seen[task] = state
+                        print(f"  {task:16} {state}")
 
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                pass
-    print("\nDemo done; the virtual clusters are stopped.")
-    return 0
+            state = stack.wait_for_run(DEMO_DAG, run_id, timeout=args.timeout, on_poll=progress)
+            print(f"  run {run_id}: {state.upper()}")
+
+            placements = stack.api("GET", f"/mcsched/api/v1/placements?dag_id={DEMO_DAG}&run_id={quote(run_id)}")
+            _step("Where each step ran and why (placement lineage with the engine's explanation)")
+            _show_placements(placements["placements"])
+            _step("Cost per team and project (GPU-hours x the price of the pool each step ran on)")
+            _show_cost_per_team(placements["placements"])
+
+            if args.keep_running:
+                print(f"\nAll keeps running: Airflow UI {stack.url} (admin / {password}); Ctrl-C stops everything.")
+                _block_until_interrupted()
+    print("\nDemo done; Airflow and the virtual clusters are stopped.")
+    return 0 if state == "success" else 1
+
+
+def _demo_password(home: Path) -> str:
+    path = home / "admin_password"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(12))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def _block_until_interrupted() -> None:
+    import time
+
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the demo on virtual clusters with SQLite")
     p.add_argument("--fleet", default=str(DEFAULT_FLEET), help="fleet file (default: the example fleet)")
     p.add_argument("--home", default=".mcsched", help="where the demo keeps its Airflow home and state")
-    p.add_argument("--keep-running", action="store_true", help="keep the virtual clusters up at the end")
+    p.add_argument("--keep-running", action="store_true", help="keep Airflow and the clusters up at the end")
+    p.add_argument("--port", type=int, default=28080, help="Airflow API server / UI port")
+    p.add_argument("--timeout", type=float, default=600, help="seconds the DAG run may take")
     p.set_defaults(func=cmd_demo)
