@@ -34,6 +34,11 @@ os.environ.update(
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer:viewer",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(_HOME / "passwords.json"),
+        # the plugin builds its app only where it is served; in-process API tests serve it, and
+        # whichever test first imports the plugin fixes its app list for the session
+        "MCSCHED_SERVE_APP": "1",
+        "AIRFLOW__MCSCHED__SYNC_ENABLED": "False",
+        "AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS": "0",
     }
 )
 PASSWORDS = {"admin": "admin-pass", "viewer": "viewer-pass"}
@@ -140,9 +145,6 @@ def metadata_session_factory(request: pytest.FixtureRequest, airflow_db: Path):
 @pytest.fixture(scope="session")
 def api_client(airflow_db: Path):
     """Airflow's real API server app, in process, with our plugin app mounted (sync off)."""
-    os.environ["MCSCHED_SERVE_APP"] = "1"
-    os.environ["AIRFLOW__MCSCHED__SYNC_ENABLED"] = "False"
-    os.environ["AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS"] = "0"
     from airflow.api_fastapi.app import create_app
     from fastapi.testclient import TestClient
 
@@ -180,9 +182,6 @@ def live_api_url(airflow_db: Path):
 
     import uvicorn
 
-    os.environ["MCSCHED_SERVE_APP"] = "1"
-    os.environ["AIRFLOW__MCSCHED__SYNC_ENABLED"] = "False"
-    os.environ["AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS"] = "0"
     from airflow.api_fastapi.app import create_app
 
     port = free_port()
