@@ -28,3 +28,4 @@ def _fastapi_apps() -> list[dict[str, Any]]:
 class MultiClusterSchedulingPlugin(AirflowPlugin):
     name = "mcsched"
     fastapi_apps = _fastapi_apps()
+    operator_extra_links = [__import__("airflow_mcsched.operators.links", fromlist=["PlacementLink"]).PlacementLink()]

@@ -20,7 +20,6 @@ import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 

@@ -106,7 +106,7 @@ def postgres_airflow_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def metadata_session_factory(request: pytest.FixtureRequest, airflow_db: Path):
     """A session factory on a real, migrated Airflow metadata DB: SQLite and PostgreSQL.
 
-    Each test starts with our tables empty (core tables untouched)."""
+    Each test starts and ends with our tables empty (core tables untouched)."""
     from contextlib import contextmanager
 
     from sqlalchemy import create_engine, delete
@@ -119,9 +119,13 @@ def metadata_session_factory(request: pytest.FixtureRequest, airflow_db: Path):
     else:
         url = request.getfixturevalue("postgres_airflow_url")
     engine = create_engine(url)
-    with engine.begin() as conn:
-        for table in reversed(metadata.sorted_tables):
-            conn.execute(delete(table))
+
+    def wipe() -> None:
+        with engine.begin() as conn:
+            for table in reversed(metadata.sorted_tables):
+                conn.execute(delete(table))
+
+    wipe()
     maker = sessionmaker(bind=engine, expire_on_commit=False)
 
     @contextmanager
@@ -139,6 +143,7 @@ def metadata_session_factory(request: pytest.FixtureRequest, airflow_db: Path):
     factory.engine = engine  # type: ignore[attr-defined]
     factory.dialect = request.param  # type: ignore[attr-defined]
     yield factory
+    wipe()  # leave no leases or rows behind for tests that share the session's DB
     engine.dispose()
 
 
@@ -181,7 +186,6 @@ def live_api_url(airflow_db: Path):
     import time
 
     import uvicorn
-
     from airflow.api_fastapi.app import create_app
 
     port = free_port()

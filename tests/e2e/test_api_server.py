@@ -1,5 +1,6 @@
 """The placement service inside a real `airflow api-server` process."""
 
+# Runs before the DAG-run tests (file order), while every GPU of the fleet is still free.
 from __future__ import annotations
 
 import time

@@ -1,0 +1,252 @@
+"""The engine's entry: one call decides the whole pending queue, in order, against one view.
+
+`decide(view, queue, reservations, policy, now)` is pure (no I/O, no clock, no randomness): the
+same inputs give the same decisions. A request asked alone is a queue of one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from airflow_mcsched.decision import explain
+from airflow_mcsched.decision.backfill import hold_for_head
+from airflow_mcsched.decision.candidates import Evaluation, evaluate
+from airflow_mcsched.decision.context import RequestContext
+from airflow_mcsched.decision.cycle_state import CycleState
+from airflow_mcsched.decision.filters import DEFAULT_FILTERS, Filter
+from airflow_mcsched.decision.outcome import (
+    AdmissionResult,
+    Outcome,
+    PlacementDecision,
+    ReclaimedLease,
+    Rejection,
+    Victim,
+)
+from airflow_mcsched.decision.policy import Policy
+from airflow_mcsched.decision.preemption import PreemptionPlan, plan_preemption
+from airflow_mcsched.decision.queue_order import admission_order
+from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
+from airflow_mcsched.decision.request import PlacementRequest
+from airflow_mcsched.decision.reservation import Reservation
+from airflow_mcsched.decision.score_breakdown import scored_candidate
+from airflow_mcsched.decision.scores import DEFAULT_SCORES, Score
+from airflow_mcsched.view.snapshot import GlobalView
+
+
+@dataclass(frozen=True, slots=True)
+class Plugins:
+    """The filter pipeline and the scores; swap or extend them without touching the engine."""
+
+    filters: tuple[Filter, ...] = DEFAULT_FILTERS
+    scores: tuple[Score, ...] = DEFAULT_SCORES
+
+
+DEFAULT_PLUGINS = Plugins()
+
+# How close a rejection came to admission: the furthest stage names why the request waits.
+_STAGE_WAITING_BEHIND_HEAD = 4
+_STAGE_CAPACITY = 3
+_STAGE_QUOTA = 2
+_STAGE_RESERVED = 1
+
+
+def _stage(rejection: Rejection) -> int:
+    reason = rejection.reason
+    if rejection.lasting:
+        return 0
+    if reason is Reason.WAITING_BEHIND_HEAD:
+        return _STAGE_WAITING_BEHIND_HEAD
+    if reason in CAPACITY_REASONS:
+        return _STAGE_CAPACITY
+    if reason is Reason.QUOTA_EXCEEDED:
+        return _STAGE_QUOTA
+    return _STAGE_RESERVED if reason is Reason.RESERVED_FOR_PRIORITY else 0
+
+
+_WAITING_REASON = {
+    _STAGE_WAITING_BEHIND_HEAD: Reason.WAITING_BEHIND_HEAD,
+    _STAGE_CAPACITY: Reason.WAITING_FOR_CAPACITY,
+    _STAGE_QUOTA: Reason.WAITING_FOR_QUOTA,
+    _STAGE_RESERVED: Reason.WAITING_FOR_CAPACITY,
+    0: Reason.NO_FEASIBLE_CLUSTER,
+}
+
+
+def waiting_reason(rejections: Sequence[Rejection]) -> Reason:
+    return _WAITING_REASON[max((_stage(r) for r in rejections), default=0)]
+
+
+class AdmissionCycle:
+    """One pass over the queue; owns the cycle state so each decision sees the ones before it."""
+
+    def __init__(
+        self,
+        view: GlobalView,
+        reservations: Sequence[Reservation],
+        policy: Policy,
+        now: datetime,
+        plugins: Plugins = DEFAULT_PLUGINS,
+    ) -> None:
+        self.policy = policy
+        self.now = now
+        self.plugins = plugins
+        active = []
+        reclaimed = []
+        for r in reservations:
+            if r.expires_at <= now:  # Reservation.is_expired, inlined: this loop sees every lease
+                reclaimed.append(_reclaim(r, view))
+            else:
+                active.append(r)
+        self.reclaimed = tuple(reclaimed)
+        self.state = CycleState(view, active, policy, now)
+        self.granted: list[Reservation] = []
+        self.preemptions: list[Victim] = []
+
+    def run(self, queue: Sequence[PlacementRequest]) -> AdmissionResult:
+        shares = self.policy.team_shares
+
+        def use_against_share(team: str) -> float:
+            quota = self.state.quota
+            return quota.total_used(team) / quota.share(team, shares.get(team, 1.0))
+
+        decisions = tuple(self.decide_one(r) for r in admission_order(queue, self.policy, use_against_share))
+        return AdmissionResult(decisions, tuple(self.granted), self.reclaimed, tuple(self.preemptions))
+
+    def decide_one(self, request: PlacementRequest) -> PlacementDecision:
+        priority = self.policy.priority_of(request.priority_class)
+        if priority is None:
+            return PlacementDecision(
+                request.id,
+                Outcome.WAITING,
+                Reason.UNKNOWN_PRIORITY_CLASS,
+                f"Waiting ({Reason.UNKNOWN_PRIORITY_CLASS}): priority class {request.priority_class!r} is not "
+                f"in the policy ({sorted(self.policy.priority_classes)}); fix the request or the policy.",
+            )
+        ctx = RequestContext.of(request, priority, self.state)
+        evaluation = evaluate(ctx, self.plugins.filters, self.plugins.scores, want=1 + self.policy.runners_up)
+        if evaluation.feasible:
+            return self._admit(ctx, evaluation)
+        plan = plan_preemption(ctx, evaluation) if self.policy.preemption else None
+        if plan is not None:
+            return self._preempt(ctx, plan, tuple(evaluation.rejections))
+        return self._wait(ctx, evaluation)
+
+    def _admit(self, ctx: RequestContext, evaluation: Evaluation) -> PlacementDecision:
+        ranked = [
+            scored_candidate(ctx, evaluation.plan, f, with_figures=i == 0) for i, f in enumerate(evaluation.feasible)
+        ]
+        best = ranked[0]
+        request = ctx.request
+        pool = self.state.view.pool(best.cluster, best.pool)
+        reservation = Reservation(
+            id=f"rsv-{request.id}",
+            request_id=request.id,
+            cluster=best.cluster,
+            pool=best.pool,
+            pods=best.pods,
+            team=request.team,
+            priority=ctx.priority,
+            interruptible=request.interruptible,
+            price_per_gpu_hour=best.price_per_gpu_hour,
+            granted_at=self.now,
+            expires_at=self.now + self.policy.lease,
+            expected_end=ctx.expected_end,
+            gpu_type=pool.gpu_type if ctx.demand.needs_gpu else None,
+            priority_class=request.priority_class or self.policy.default_priority_class,
+            project=request.project,
+            spread_group=request.spread_group,
+        )
+        self.state.grant(reservation)
+        if self.state.head is not None:
+            self.state.head.commit(pool, best.pods, ctx.expected_end)
+        self.granted.append(reservation)
+        runners_up = tuple(ranked[1 : 1 + self.policy.runners_up])
+        return PlacementDecision(
+            request.id,
+            Outcome.ADMITTED,
+            Reason.ADMITTED,
+            explain.admitted(best, runners_up),
+            placement=best,
+            runners_up=runners_up,
+            rejections=tuple(r for _, r in sorted(evaluation.judged, key=lambda t: t[0])),
+            reservation=reservation,
+        )
+
+    def _preempt(
+        self, ctx: RequestContext, plan: PreemptionPlan, rejections: tuple[Rejection, ...]
+    ) -> PlacementDecision:
+        victims = tuple(
+            Victim(
+                reservation_id=v.reservation.id,
+                request_id=v.reservation.request_id,
+                team=v.reservation.team,
+                cluster=v.reservation.cluster,
+                pool=v.reservation.pool,
+                reason=v.reason,
+                message=v.message,
+                for_request=ctx.request.id,
+            )
+            for v in plan.victims
+        )
+        for r in (*plan.stopping, *(v.reservation for v in plan.victims)):
+            self.state.evict(r)
+        self.state.hold_for(plan.pool, plan.pods, ctx.request.team, ctx.demand.gpu_equivalent)
+        self.preemptions.extend(victims)
+        return PlacementDecision(
+            ctx.request.id,
+            Outcome.PREEMPTING,
+            Reason.PREEMPTING,
+            explain.preempting(plan),
+            rejections=rejections,
+            victims=victims,
+        )
+
+    def _wait(self, ctx: RequestContext, evaluation: Evaluation) -> PlacementDecision:
+        live = [r for _, r in evaluation.judged]  # lasting rejections never say more than "no feasible"
+        reason = waiting_reason(live)
+        rejections = tuple(evaluation.rejections)
+        expected_start = None
+        state = self.state
+        if self.policy.backfill and state.head is None and reason is Reason.WAITING_FOR_CAPACITY:
+            view = state.view
+            blocked = [view.pool(r.cluster, r.pool) for r in live if _stage(r) == _STAGE_CAPACITY]
+            state.head = hold_for_head(ctx, blocked)
+            if state.head is not None:
+                expected_start = state.head.start
+        expected_end = None if expected_start is None else expected_start + ctx.duration
+        return PlacementDecision(
+            ctx.request.id,
+            Outcome.WAITING,
+            reason,
+            explain.waiting(reason, ctx.demand, rejections, expected_start, ctx.request.deadline, expected_end),
+            rejections=rejections,
+            expected_start=expected_start,
+        )
+
+
+def _reclaim(r: Reservation, view: GlobalView) -> ReclaimedLease:
+    if r.pod_visible(view):
+        message = f"lease ended at {r.expires_at.isoformat()}; its pod still runs and holds what it uses"
+    else:
+        message = f"lease ended at {r.expires_at.isoformat()} before its pod appeared; capacity is free again"
+    return ReclaimedLease(r.id, r.request_id, r.cluster, r.pool, Reason.LEASE_EXPIRED, message)
+
+
+def decide(
+    view: GlobalView,
+    queue: Sequence[PlacementRequest],
+    reservations: Sequence[Reservation],
+    policy: Policy,
+    now: datetime,
+    *,
+    plugins: Plugins = DEFAULT_PLUGINS,
+) -> AdmissionResult:
+    """Decide every pending request, in admission order, against the view and the running reservations.
+
+    Expired leases are reclaimed first (and reported); active reservations whose pods the view does
+    not show yet are taken from its free capacity. Each request is then admitted (a new
+    reservation), preempting (victims named), or waiting (each cluster's or pool's reason).
+    """
+    return AdmissionCycle(view, reservations, policy, now, plugins).run(queue)

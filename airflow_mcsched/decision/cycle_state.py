@@ -1,0 +1,116 @@
+"""What one admission cycle knows and changes as it walks the queue: capacity handed out, quota used."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+
+from airflow_mcsched.access.profiles import WorkKind
+from airflow_mcsched.decision.policy import Policy, ScoreWeights
+from airflow_mcsched.decision.quota import QuotaLedger
+from airflow_mcsched.decision.reservation import Reservation
+from airflow_mcsched.decision.running_work import RunningWork
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.overlay import CapacityOverlay
+from airflow_mcsched.view.snapshot import GlobalView, PoolKey, PoolView
+
+
+class CycleState:
+    """The view with tentative allocations, the quota ledger, and the work running or granted so far.
+
+    Free capacity = the view's free capacity minus active reservations whose pods the view does not
+    show yet; a reservation whose pod shows is already counted by the view and is not taken twice.
+    """
+
+    def __init__(self, view: GlobalView, active: Iterable[Reservation], policy: Policy, now: datetime) -> None:
+        self.view = view
+        self.policy = policy
+        self.now = now
+        self.max_observation_age = policy.max_observation_age
+        self.overlay = CapacityOverlay(view)
+        self.running = RunningWork(active, self._domain_of)
+        self.granted_ids: set[str] = set()
+        self.head = None  # set by admission: the backfill reservation of the first blocked request
+        self._quota: QuotaLedger | None = None
+        self.teams_with_quota = frozenset(q.team for q in policy.quotas)
+        self.any_reserved = any(c.reserved for c in view.clusters)
+        self._data_sources: dict[str, tuple[str, ...]] = {}
+        self._weights: dict[tuple[str, WorkKind], ScoreWeights] = {}
+        # caches the candidate search fills (see candidate_plan.py and candidates.py)
+        self.plans: dict[tuple, object] = {}
+        self.cluster_verdicts: dict[str, object] = {}
+        self.fit_memo: dict[tuple, dict[int, tuple]] = {}
+        self.setups: dict[tuple, object] = {}
+        self.rankings: dict[tuple, object] = {}
+        self.no_victims: dict[tuple, dict[int, tuple]] = {}
+        self.staging_memo: dict[tuple, object] = {}
+        not_yet_seen: dict[PoolKey, list[NodeAllocation]] = defaultdict(list)
+        seen = {c.name: c.reservation_ids_seen for c in view.clusters}
+        for r in self.running.values():
+            if r.id not in seen.get(r.cluster, ()):
+                not_yet_seen[r.key].extend(r.pods)
+        for key, pods in not_yet_seen.items():  # one copy per pool, however many reservations
+            pool = self._pool(key)
+            if pool is not None:
+                self.overlay.take(pool, pods)
+
+    def _pool(self, key: PoolKey) -> PoolView | None:
+        return self.view.pool(*key) if self.view.has_pool(key) else None
+
+    def _domain_of(self, cluster: str) -> str | None:
+        return self.view.cluster(cluster).failure_domain if self.view.has_cluster(cluster) else None
+
+    @property
+    def quota(self) -> QuotaLedger:
+        """Use per team and GPU type, built from running work the first time anything asks."""
+        if self._quota is None:
+            self._quota = QuotaLedger(self.policy.quotas)
+            for r in self.running.values():
+                self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
+        return self._quota
+
+    # -- changes -----------------------------------------------------------------------------
+    def grant(self, r: Reservation) -> None:
+        """A new reservation of this cycle: later requests see its capacity and quota as used."""
+        self.granted_ids.add(r.id)
+        self.running.add(r)
+        if self._quota is not None:
+            self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
+        pool = self._pool(r.key)
+        if pool is not None:
+            self.overlay.take(pool, r.pods)
+
+    def evict(self, r: Reservation) -> None:
+        """A preemption victim: its capacity and quota are free for the request that preempts it."""
+        if not self.running.remove(r):
+            return
+        self.quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
+        pool = self._pool(r.key)
+        if pool is not None:
+            self.overlay.give_back(pool, r.pods)
+
+    def hold_for(self, pool: PoolView, pods: tuple[NodeAllocation, ...], team: str, gpus: float) -> None:
+        """Keep capacity freed by preemption for the preemptor until its next cycle admits it."""
+        self.overlay.take(pool, pods)
+        self.quota.add(team, pool.gpu_type, gpus)
+
+    # -- reading -----------------------------------------------------------------------------
+    def running_in(self, key: PoolKey) -> Iterable[Reservation]:
+        return self.running.in_pool(key)
+
+    def weights_for(self, team: str, kind: WorkKind) -> ScoreWeights:
+        """The policy's weights for this team and kind, one object per pair for the whole cycle."""
+        key = (team, kind)
+        weights = self._weights.get(key)
+        if weights is None:
+            weights = self._weights[key] = self.policy.weights_for(team, kind)
+        return weights
+
+    def data_holders(self, location: str) -> tuple[str, ...]:
+        """Clusters holding a dataset or path, looked up once per cycle."""
+        holders = self._data_sources.get(location)
+        if holders is None:
+            holders = tuple(c.name for c in self.view.clusters if c.data.holds(location))
+            self._data_sources[location] = holders
+        return holders

@@ -1,0 +1,51 @@
+"""Summary sentences: the one line a user reads first, built from the decision's parts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+from airflow_mcsched.decision.demand import Demand
+from airflow_mcsched.decision.outcome import Rejection, ScoredCandidate
+from airflow_mcsched.decision.preemption import PreemptionPlan
+from airflow_mcsched.decision.reasons import Reason
+
+
+def admitted(best: ScoredCandidate, runners_up: Sequence[ScoredCandidate]) -> str:
+    parts = ", ".join(f"{p.name} {p.value:.2f}x{p.weight:g}" for p in best.parts)
+    text = (
+        f"Admitted to {best.cluster}/{best.pool} on {', '.join(best.nodes)} at "
+        f"{best.price_per_gpu_hour:.2f}/GPU-hour; score {best.score:.3f} ({parts})"
+    )
+    if runners_up:
+        text += "; runners-up: " + ", ".join(f"{c.cluster}/{c.pool} {c.score:.3f}" for c in runners_up)
+    return text
+
+
+def waiting(
+    reason: Reason,
+    demand: Demand,
+    rejections: Sequence[Rejection],
+    expected_start: datetime | None = None,
+    deadline: datetime | None = None,
+    expected_end: datetime | None = None,
+) -> str:
+    counts = Counter(r.reason for r in rejections)
+    if not rejections:
+        return f"Waiting ({reason}): the fleet has no cluster to consider."
+    ranked = ", ".join(f"{n} x {code}" for code, n in counts.most_common())
+    text = f"Waiting ({reason}): nowhere to place {demand.describe()} now; rejected {ranked}."
+    if expected_start is not None:
+        text += f" Expected to start by {expected_start.isoformat()}; capacity is held for it."
+    if deadline is not None and expected_end is not None and expected_end > deadline:
+        text += f" At this rate it will miss its deadline {deadline.isoformat()}."
+    return text
+
+
+def preempting(plan: PreemptionPlan) -> str:
+    where = f"{plan.pool.cluster}/{plan.pool.name}"
+    if not plan.victims:
+        return f"Preempting: waiting on {where} for {len(plan.stopping)} preempted reservation(s) to stop."
+    names = ", ".join(f"{v.reservation.request_id} ({v.reason})" for v in plan.victims)
+    return f"Preempting {len(plan.victims)} on {where} to make room: {names}; capacity is held meanwhile."

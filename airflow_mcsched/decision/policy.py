@@ -1,0 +1,178 @@
+"""The operator's policy: weights, priority classes, quotas and limits, changed in YAML without code."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from airflow_mcsched.access.fleet_file import describe_validation_error
+from airflow_mcsched.access.profiles import WorkKind
+
+ANY_GPU_TYPE = "*"
+
+DEFAULT_PRIORITY_CLASSES = {"low": 0, "normal": 100, "high": 1000, "critical": 10000}
+
+DEFAULT_DURATION_HOURS = {
+    WorkKind.TRAINING: 8.0,
+    WorkKind.FINE_TUNE: 4.0,
+    WorkKind.EVAL: 1.0,
+    WorkKind.BATCH: 2.0,
+    WorkKind.INFERENCE: 24.0,
+    WorkKind.EXPERIMENT: 1.0,
+}
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used; one line per problem, each naming the field and the fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid policy\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScoreWeights(_Strict):
+    """How much each score counts; 0 turns a score off. Names match the score plugins."""
+
+    price: float = Field(default=1.0, ge=0)
+    data: float = Field(default=1.0, ge=0)
+    fragmentation: float = Field(default=0.5, ge=0)
+    load: float = Field(default=0.1, ge=0)
+    suitability: float = Field(default=0.3, ge=0)
+    spot: float = Field(default=0.2, ge=0)
+
+
+class WeightOverride(_Strict):
+    """Weights for one team, one kind of work, or both; the more specific override wins."""
+
+    team: str | None = None
+    kind: WorkKind | None = None
+    weights: dict[str, float]
+
+    @model_validator(mode="after")
+    def _valid(self) -> WeightOverride:
+        if self.team is None and self.kind is None:
+            raise ValueError("an override needs a team, a kind, or both")
+        unknown = sorted(set(self.weights) - set(ScoreWeights.model_fields))
+        if unknown:
+            raise ValueError(f"unknown score weights {unknown}; use {sorted(ScoreWeights.model_fields)}")
+        if any(w < 0 for w in self.weights.values()):
+            raise ValueError("weights must be >= 0")
+        return self
+
+    @property
+    def specificity(self) -> int:
+        return (self.kind is not None) + 2 * (self.team is not None)
+
+
+class TeamQuota(_Strict):
+    """A team's nominal GPUs per GPU type (or '*' for any), and the cohort it borrows idle quota from."""
+
+    team: str = Field(min_length=1)
+    nominal: dict[str, float] = Field(description="GPU type (or '*') -> GPUs")
+    cohort: str | None = None
+    borrowing_limit: float | None = Field(default=None, ge=0, description="None = up to the cohort's idle")
+
+    @field_validator("nominal")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = sorted(k for k, v in value.items() if v < 0)
+        if bad:
+            raise ValueError(f"nominal GPUs must be >= 0 (check {bad})")
+        return value
+
+
+class Policy(_Strict):
+    """Everything about placement an operator may change at run time.
+
+    Durations of work (for backfill and lease ends) are the request's `expected_duration`, else
+    `default_duration_hours` of its kind of work.
+    """
+
+    priority_classes: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_PRIORITY_CLASSES))
+    default_priority_class: str = "normal"
+    weights: ScoreWeights = Field(default_factory=ScoreWeights)
+    overrides: tuple[WeightOverride, ...] = ()
+    quotas: tuple[TeamQuota, ...] = ()
+    team_shares: dict[str, float] = Field(
+        default_factory=dict, description="fair-share weight of a team without quota; default 1"
+    )
+    default_duration_hours: dict[WorkKind, float] = Field(default_factory=lambda: dict(DEFAULT_DURATION_HOURS))
+    lease_seconds: float = Field(default=900, gt=0, description="how long a grant holds before its pod shows")
+    max_observation_age_seconds: float = Field(default=300, gt=0, description="older capacity reads are stale")
+    fast_storage_gbps: float = Field(default=10.0, gt=0, description="'needs_fast_storage' means at least this")
+    max_staging_seconds: float | None = Field(default=None, gt=0, description="bound on data staging; None = any")
+    work_kind_is_hard: bool = Field(default=False, description="refuse clusters not suited for the kind of work")
+    backfill: bool = True
+    preemption: bool = True
+    reclaim_borrowed_quota: bool = True
+    runners_up: int = Field(default=3, ge=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        if self.default_priority_class not in self.priority_classes:
+            raise ValueError(
+                f"default_priority_class {self.default_priority_class!r} is not among priority_classes "
+                f"{sorted(self.priority_classes)}; add it or pick one of them"
+            )
+        teams = [q.team for q in self.quotas]
+        dupes = sorted({t for t in teams if teams.count(t) > 1})
+        if dupes:
+            raise ValueError(f"quotas: one entry per team; merge the entries of {dupes}")
+        return self
+
+    # -- reading the policy ------------------------------------------------------------------
+    def priority_of(self, priority_class: str | None) -> int | None:
+        """Numeric priority of a class name (None = default class); None when the class is unknown."""
+        return self.priority_classes.get(priority_class or self.default_priority_class)
+
+    def weights_for(self, team: str, kind: WorkKind) -> ScoreWeights:
+        matching = [
+            o for o in self.overrides if (o.team is None or o.team == team) and (o.kind is None or o.kind == kind)
+        ]
+        if not matching:
+            return self.weights
+        merged = self.weights.model_dump()
+        for o in sorted(matching, key=lambda o: o.specificity):
+            merged.update(o.weights)
+        return ScoreWeights(**merged)
+
+    def expected_duration(self, kind: WorkKind, requested: timedelta | None) -> timedelta:
+        if requested is not None:
+            return requested
+        return timedelta(hours=self.default_duration_hours.get(kind, 1.0))
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.lease_seconds)
+
+    @property
+    def max_observation_age(self) -> timedelta:
+        return timedelta(seconds=self.max_observation_age_seconds)
+
+    # -- loading -----------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Any) -> Policy:
+        """Validate a mapping (e.g. parsed YAML) or raise `PolicyError` naming each field and its fix."""
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise PolicyError(["a policy is a mapping of settings (weights, priority_classes, quotas, ...)"])
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            raise PolicyError(describe_validation_error(err, data)) from None
+
+    @classmethod
+    def from_yaml(cls, text: str) -> Policy:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise PolicyError([f"not valid YAML ({err})"]) from None
+        return cls.from_dict(data)

@@ -1,0 +1,139 @@
+"""Per-pool verdicts for one request, shared by the ranking and the full scan.
+
+A pool's node choice, dynamic scores and upper bound are remembered per (demand, pool) while the
+pool's capacity object is unchanged, so every request alike in demand shares them in a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from airflow_mcsched.decision.candidate_plan import CandidatePlan, plan_candidates
+from airflow_mcsched.decision.context import RequestContext
+from airflow_mcsched.decision.filters.base import Filter, Scope
+from airflow_mcsched.decision.node_choice import choose_nodes, why_no_node
+from airflow_mcsched.decision.outcome import Rejection
+from airflow_mcsched.decision.reasons import Reason
+from airflow_mcsched.decision.scores.base import Score
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.pool_capacity import PoolCapacity
+from airflow_mcsched.view.snapshot import ClusterView, PoolView
+
+Verdict = tuple[tuple[NodeAllocation, ...] | Rejection, tuple[float, ...] | None]
+"""(pods on chosen nodes, dynamic score values) or (rejection, None)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Feasible:
+    """A pool that can take the request now, the nodes chosen in it, and its exact score."""
+
+    cluster: ClusterView
+    pool: PoolView
+    static_values: tuple[float, ...]
+    capacity: PoolCapacity
+    pods: tuple[NodeAllocation, ...]
+    total: float
+    dynamic_values: tuple[float, ...]
+
+
+@dataclass(slots=True)
+class Setup:
+    """What requests alike in signature and live filters share: plan, live filters by kind, memo, ranking."""
+
+    plan: CandidatePlan
+    by_cluster: list[Filter]
+    by_capacity: list[Filter]
+    fit_filters: list[Filter]
+    memo: dict[int, tuple]
+    ranking_key: tuple
+
+
+def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> Setup:
+    """Requests alike in signature and in which live filters apply to them share one setup."""
+    live = tuple(f for f in filters if not f.lasting and f.applies(ctx))
+    key = (ctx.signature, live)
+    setups = ctx.cycle.setups
+    setup = setups.get(key)
+    if setup is None:
+        plan = plan_candidates(ctx, filters, scores)
+        dynamic_key = (ctx.demand, tuple((s, s.signature(ctx)) for s, _ in plan.dynamic_scores))
+        setup = setups[key] = Setup(
+            plan=plan,
+            by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
+            by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
+            fit_filters=[f for f in live if f.fit],
+            memo=ctx.cycle.fit_memo.setdefault(dynamic_key, {}),
+            ranking_key=(id(plan), dynamic_key),
+        )
+    return setup
+
+
+def _fit(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Verdict:
+    """The first fit filter's rejection, or the node chooser's answer and the dynamic score values."""
+    for f in setup.fit_filters:
+        message = f.check(ctx, cluster, pool, capacity)
+        if message is not None:
+            return Rejection(cluster.name, pool.name, f.reason, message), None
+    pods = choose_nodes(capacity, ctx.demand)
+    if pods is None:
+        reason, message = why_no_node(capacity, ctx.demand)
+        return Rejection(cluster.name, pool.name, reason, message), None
+    return pods, tuple(s.measure(ctx, cluster, pool, capacity, pods) for s, _ in setup.plan.dynamic_scores)
+
+
+def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Verdict:
+    known = setup.memo.get(pool.ordinal)
+    if known is not None and known[0] is capacity and known[1] is not None:
+        return known[1]
+    verdict = _fit(ctx, setup, cluster, pool, capacity)
+    setup.memo[pool.ordinal] = (capacity, verdict, None)
+    return verdict
+
+
+def optimistic(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
+) -> float:
+    """Weighted sum of the dynamic scores' upper bounds (exact values when already known)."""
+    known = setup.memo.get(pool.ordinal)
+    dynamic = setup.plan.dynamic_scores
+    if known is not None and known[0] is capacity:
+        if known[1] is not None:
+            values = known[1][1]
+            return -1.0 if values is None else weighted(values, dynamic)
+        return known[2]
+    bound = weighted([s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic], dynamic)
+    setup.memo[pool.ordinal] = (capacity, None, bound)
+    return bound
+
+
+def weighted(values: Sequence[float], scores: Sequence[tuple[Score, float]]) -> float:
+    """Weighted sum, always summed in the same order so equal inputs give bit-equal totals (ties)."""
+    total = 0.0
+    for v, (_, w) in zip(values, scores, strict=True):
+        total += v * w
+    return total
+
+
+def live_rejection(
+    ctx: RequestContext,
+    setup: Setup,
+    cluster: ClusterView,
+    pool: PoolView,
+    capacity: PoolCapacity,
+    pods: tuple[NodeAllocation, ...] | None,
+) -> tuple[int, Rejection] | None:
+    """This request's own checks on a pool (spread group, quota, GPUs kept for others; with `pods`,
+    the backfill head): what depends on the team, the priority or the cycle's grants."""
+    for f in setup.by_cluster:
+        message = f.check(ctx, cluster, None, None)
+        if message is not None:
+            return cluster.pools[0].ordinal, Rejection(cluster.name, None, f.reason, message)
+    for f in setup.by_capacity:
+        message = f.check(ctx, cluster, pool, capacity)
+        if message is not None:
+            return pool.ordinal, Rejection(cluster.name, pool.name, f.reason, message)
+    head = ctx.cycle.head
+    if pods is not None and head is not None and not head.allows(pool, pods, ctx.expected_end):
+        return pool.ordinal, Rejection(cluster.name, pool.name, Reason.WAITING_BEHIND_HEAD, head.explain())
+    return None

@@ -1,0 +1,300 @@
+"""Preempt lower-priority interruptible work, or take back borrowed quota, only when it makes a request fit.
+
+Victims are chosen per candidate pool: the fewest first, then the cheapest (lowest cost per hour),
+then lower priority and newer grants. A single pod is placed node by node (victims elsewhere do not
+help it); gangs and quota reclaims search small sets exhaustively and otherwise greedily: evict
+cheapest-first, then spare every victim it can (as the Kubernetes scheduler does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from math import comb
+
+from airflow_mcsched.decision.candidates import Evaluation
+from airflow_mcsched.decision.context import RequestContext
+from airflow_mcsched.decision.demand import Demand
+from airflow_mcsched.decision.node_choice import choose_nodes
+from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
+from airflow_mcsched.decision.reservation import Reservation
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.node_capacity import NodeCapacity
+from airflow_mcsched.view.snapshot import PoolView
+
+MAX_EXHAUSTIVE_VICTIMS = 4
+MAX_FIT_CHECKS = 200
+PREEMPTABLE = CAPACITY_REASONS | {Reason.QUOTA_EXCEEDED}
+
+
+@dataclass(frozen=True, slots=True)
+class VictimChoice:
+    reservation: Reservation
+    reason: Reason
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPlan:
+    """Stop `victims` (and wait for `stopping`, victims chosen earlier) so the request fits `pods` on `pool`."""
+
+    pool: PoolView
+    pods: tuple[NodeAllocation, ...]
+    victims: tuple[VictimChoice, ...]
+    stopping: tuple[Reservation, ...]
+
+    @property
+    def cost_per_hour(self) -> float:
+        return sum(v.reservation.cost_per_hour for v in self.victims)
+
+    def rank(self) -> tuple[int, float, int]:
+        return (len(self.victims), self.cost_per_hour, self.pool.ordinal)
+
+
+def _victim_order(r: Reservation) -> tuple[float, int, float, str]:
+    """Cheapest first, then lower priority, then the newest grant (least work lost)."""
+    return (r.cost_per_hour, r.priority, -r.granted_at.timestamp(), r.id)
+
+
+class _PoolSearch:
+    """Victim search on one pool: which sets of running work, once stopped, let the request fit."""
+
+    def __init__(self, ctx: RequestContext, pool: PoolView) -> None:
+        self.ctx = ctx
+        self.pool = pool
+        self.checks = 0
+        cycle, request = ctx.cycle, ctx.request
+        quota = cycle.quota
+        amount = ctx.demand.gpu_equivalent
+        self.quota_short = not quota.check(request.team, pool.gpu_type, amount).ok
+        lender = (
+            cycle.policy.reclaim_borrowed_quota
+            and pool.gpu_type is not None
+            and quota.limits(request.team)
+            and quota.within_nominal(request.team, pool.gpu_type, amount)
+        )
+        cohort = set(quota.cohort_of(request.team))
+        self.stopping: tuple[Reservation, ...] = ()
+        if cycle.running.stopping_for(request.id):
+            self.stopping = tuple(r for r in cycle.running.values() if r.preempted_by == request.id)
+        eligible: list[VictimChoice] = []
+        nearby = {r.id: r for r in cycle.running_in(pool.key)}
+        if self.quota_short:
+            teams = cohort | {request.team}
+            nearby.update((r.id, r) for r in cycle.running.values() if r.team in teams and r.gpu_type == pool.gpu_type)
+        for r in nearby.values():
+            if r.id in cycle.granted_ids or not r.interruptible or r.preempted_by is not None:
+                continue
+            same_type = r.gpu_type == pool.gpu_type
+            borrower = r.team != request.team and r.team in cohort and same_type
+            if lender and self.quota_short and borrower and quota.borrowed(r.team, pool.gpu_type) > 0:
+                eligible.append(
+                    VictimChoice(
+                        r,
+                        Reason.RECLAIMED_BY_LENDER,
+                        f"team {r.team} borrows {pool.gpu_type} quota that team {request.team} "
+                        f"needs back for {request.id}",
+                    )
+                )
+                continue
+            if r.priority < ctx.priority:
+                eligible.append(
+                    VictimChoice(
+                        r,
+                        Reason.PREEMPTED_BY_PRIORITY,
+                        f"priority {r.priority} is below {ctx.priority} of {request.id} "
+                        f"({request.priority_class or cycle.policy.default_priority_class})",
+                    )
+                )
+        eligible.sort(key=lambda v: _victim_order(v.reservation))
+        self.eligible = eligible
+
+    def fits(self, victims: Sequence[VictimChoice]) -> tuple[NodeAllocation, ...] | None:
+        """The request's pods if it fits once `victims` (and work already stopping for it) are gone."""
+        self.checks += 1
+        cycle, ctx = self.ctx.cycle, self.ctx
+        gone = [*self.stopping, *(v.reservation for v in victims)]
+        capacity = cycle.overlay.capacity(self.pool).give_back(
+            a for r in gone if r.key == self.pool.key for a in r.pods
+        )
+        pods = choose_nodes(capacity, ctx.demand)
+        if pods is None:
+            return None
+        if cycle.head is not None and not cycle.head.allows(self.pool, pods, ctx.expected_end):
+            return None
+        if self.quota_short:
+            for r in gone:
+                cycle.quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
+            ok = cycle.quota.check(ctx.request.team, self.pool.gpu_type, ctx.demand.gpu_equivalent).ok
+            for r in gone:
+                cycle.quota.add(r.team, r.gpu_type, r.gpu_equivalent)
+            if not ok:
+                return None
+        return pods
+
+    def _might_fit_without_all(self) -> bool:
+        """Cheap necessary test before building capacity: can the freed GPUs make one node big enough?"""
+        demand = self.ctx.demand
+        if self.quota_short or demand.pods > 1 or not demand.gpus:
+            return True
+        capacity = self.ctx.cycle.overlay.capacity(self.pool)
+        gained: dict[str, int] = {}
+        for r in (*self.stopping, *(v.reservation for v in self.eligible)):
+            if r.key == self.pool.key:
+                for a in r.pods:
+                    gained[a.node] = gained.get(a.node, 0) + a.gpus
+        best = capacity.largest_whole_free_on_node
+        for name, gpus in gained.items():
+            node = capacity.node(name)
+            if node is not None:
+                best = max(best, node.whole_gpus_free + gpus)
+        return best >= demand.gpus
+
+    def plan(self) -> PreemptionPlan | None:
+        if not self._might_fit_without_all():
+            return None
+        if self.stopping:
+            pods = self.fits(())
+            if pods is not None:
+                return PreemptionPlan(self.pool, pods, (), self.stopping)
+        if not self.eligible:
+            return None
+        if self.ctx.demand.pods == 1 and not self.quota_short:
+            return self._one_node()
+        if self.fits(self.eligible) is None:
+            return None
+        for k in range(1, min(MAX_EXHAUSTIVE_VICTIMS, len(self.eligible)) + 1):
+            if comb(len(self.eligible), k) > MAX_FIT_CHECKS - self.checks:
+                return self._greedy()
+            best = None
+            for combo in combinations(self.eligible, k):
+                pods = self.fits(combo)
+                if pods is not None:
+                    cost = sum(v.reservation.cost_per_hour for v in combo)
+                    if best is None or cost < best[0]:
+                        best = (cost, combo, pods)
+            if best is not None:
+                return PreemptionPlan(self.pool, best[2], best[1], self.stopping)
+        return self._greedy()
+
+    def _one_node(self) -> PreemptionPlan | None:
+        """A single pod lands on one node, so victims are sought node by node: on each, the fewest
+        (largest first), then the cheapest set of that size; the best node's set wins."""
+        demand = self.ctx.demand
+        capacity = self.ctx.cycle.overlay.capacity(self.pool)
+        on_node: dict[str, list[VictimChoice]] = {}
+        for v in self.eligible:
+            if v.reservation.key == self.pool.key:
+                for node in v.reservation.nodes:
+                    on_node.setdefault(node, []).append(v)
+        options = []
+        for name, victims in on_node.items():
+            node = capacity.node(name)
+            if node is None:
+                continue
+            chosen = _fewest_then_cheapest(node, victims, demand)
+            if chosen is not None:
+                cost = sum(v.reservation.cost_per_hour for v in chosen)
+                options.append((len(chosen), cost, capacity.node_index[name], chosen))
+        for _, _, _, chosen in sorted(options, key=lambda o: o[:3]):
+            pods = self.fits(chosen)  # the exact check: whole pool, backfill head
+            if pods is not None:
+                return PreemptionPlan(self.pool, pods, tuple(chosen), self.stopping)
+        return None
+
+    def _greedy(self) -> PreemptionPlan | None:
+        chosen: list[VictimChoice] = []
+        for v in self.eligible:
+            chosen.append(v)
+            if self.fits(chosen) is not None:
+                break
+        for v in sorted(chosen, key=lambda v: -v.reservation.cost_per_hour):
+            trial = [c for c in chosen if c is not v]
+            if self.fits(trial) is not None:
+                chosen = trial
+        pods = self.fits(chosen)
+        return None if pods is None else PreemptionPlan(self.pool, pods, tuple(chosen), self.stopping)
+
+
+def _frees_enough(node: NodeCapacity, victims: Sequence[VictimChoice], demand: Demand) -> bool:
+    """Would the pod fit on `node` once these victims' pods there are gone (sums; shares exactly)."""
+    gpus = cpu = mem = 0
+    pods = [a for v in victims for a in v.reservation.pods if a.node == node.name]
+    for a in pods:
+        gpus += a.gpus
+        cpu += a.cpu_milli
+        mem += a.memory_mib
+    if node.cpu_milli_free + cpu < demand.cpu_milli or node.memory_mib_free + mem < demand.memory_mib:
+        return False
+    if not demand.gpu_milli:
+        return node.whole_gpus_free + gpus >= demand.gpus
+    for a in pods:
+        node = node.give_back(a)
+    return node.largest_share_free >= demand.gpu_milli
+
+
+def _fewest_then_cheapest(node: NodeCapacity, victims: list[VictimChoice], demand: Demand) -> list[VictimChoice] | None:
+    """Largest first gives the fewest victims (exact for GPUs); then the cheapest set of that size."""
+    by_size = sorted(victims, key=lambda v: (-v.reservation.gpu_equivalent, _victim_order(v.reservation)))
+    for k in range(1, len(by_size) + 1):
+        if _frees_enough(node, by_size[:k], demand):
+            break
+    else:
+        return None
+    if comb(len(victims), k) > MAX_FIT_CHECKS:
+        return by_size[:k]
+    fitting = [c for c in combinations(victims, k) if _frees_enough(node, c, demand)]
+    return list(
+        min(fitting, key=lambda c: (sum(v.reservation.cost_per_hour for v in c), [v.reservation.id for v in c]))
+    )
+
+
+def _quota_reclaim_possible(ctx: RequestContext) -> bool:
+    team = ctx.request.team
+    cycle = ctx.cycle
+    return (
+        cycle.policy.reclaim_borrowed_quota and team in cycle.teams_with_quota and len(cycle.quota.cohort_of(team)) > 1
+    )
+
+
+def _has_lower_interruptible(ctx: RequestContext, pool: PoolView) -> bool:
+    """Cheap test per pool: any running interruptible work of lower priority here (not yet stopping)?"""
+    return ctx.cycle.running.lowest_interruptible_priority(pool.key) < ctx.priority
+
+
+def _worth_searching(ctx: RequestContext) -> bool:
+    """Cheap test before any search: is there work this request could stop, or stopping for it?"""
+    running = ctx.cycle.running
+    if running.lowest_interruptible_priority(None) < ctx.priority or running.stopping_for(ctx.request.id):
+        return True
+    return _quota_reclaim_possible(ctx)
+
+
+def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPlan | None:
+    """The best plan over pools rejected only for capacity or quota, or None when stopping work would not help."""
+    best: PreemptionPlan | None = None
+    if not _worth_searching(ctx):
+        return None
+    cycle = ctx.cycle
+    view = cycle.view
+    quota_may_help = _quota_reclaim_possible(ctx)
+    stopping = cycle.running.stopping_for(ctx.request.id)
+    # "Nothing to stop here" holds for requests alike in demand and priority while neither the
+    # pool's capacity nor its running work changes (quota and stopping victims are not remembered).
+    memo = None if quota_may_help or stopping else cycle.no_victims.setdefault((ctx.demand, ctx.priority), {})
+    for _, rejection in evaluation.judged:
+        if rejection.lasting or rejection.reason not in PREEMPTABLE:
+            continue
+        pool = view.pool(rejection.cluster, rejection.pool)
+        if not (stopping or quota_may_help or _has_lower_interruptible(ctx, pool)):
+            continue
+        state = (cycle.overlay.capacity(pool), cycle.running.pool_version(pool.key))
+        if memo is not None and memo.get(pool.ordinal) == state:
+            continue
+        plan = _PoolSearch(ctx, pool).plan()
+        if plan is None and memo is not None:
+            memo[pool.ordinal] = state
+        if plan is not None and (best is None or plan.rank() < best.rank()):
+            best = plan
+    return best

@@ -1,0 +1,56 @@
+"""Admission order: priority class, then the team's use against its share, then arrival.
+
+Use is re-read as the cycle grants, so one team's burst does not go first just because it
+arrived first: teams take turns by how far below their share they are.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+
+from airflow_mcsched.decision.policy import Policy
+from airflow_mcsched.decision.request import PlacementRequest
+
+UNKNOWN_PRIORITY = -(2**62)
+
+
+def admission_order(
+    queue: Sequence[PlacementRequest],
+    policy: Policy,
+    use_against_share: Callable[[str], float],
+) -> Iterator[PlacementRequest]:
+    """Yield requests one at a time; the next pick reads `use_against_share` after the previous decision.
+
+    Requests with an unknown priority class come last (they are then told why they wait).
+    """
+
+    def priority(r: PlacementRequest) -> int:
+        value = policy.priority_of(r.priority_class)
+        return UNKNOWN_PRIORITY if value is None else value
+
+    by_team: dict[str, list[tuple[int, object, str, PlacementRequest]]] = defaultdict(list)
+    for r in queue:
+        by_team[r.team].append((-priority(r), r.arrival, r.id, r))
+    for pending in by_team.values():
+        pending.sort(key=lambda t: t[:3])
+        pending.reverse()  # pop() from the end takes the first in order
+
+    def key(team: str) -> tuple:
+        neg_priority, arrival, rid, _ = by_team[team][-1]
+        return (neg_priority, use_against_share(team), arrival, rid)
+
+    if len(by_team) == 1:  # one team: nothing to weigh against
+        for pending in by_team.values():
+            while pending:
+                yield pending.pop()[3]
+        return
+    heap = [(key(team), team) for team in by_team]
+    heapq.heapify(heap)
+    while heap:
+        _, team = heapq.heappop(heap)
+        pending = by_team[team]
+        yield pending.pop()[3]
+        if pending:
+            heapq.heappush(heap, (key(team), team))

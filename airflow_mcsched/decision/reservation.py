@@ -1,0 +1,65 @@
+"""Granted capacity held under a lease: it counts as used until released or expired, never twice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.snapshot import GlobalView, PoolKey
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A grant on one node pool: the pods' nodes and sizes, who holds it, at what price, until when.
+
+    `expires_at` is the lease (the service renews it while the work runs); `expected_end` is when
+    the work should finish, used to estimate when a waiting gang can start (backfill).
+    `preempted_by` marks a victim whose pod is still stopping: it still holds capacity, is not
+    chosen as a victim again, and counts as freed for the request that preempted it.
+    """
+
+    id: str
+    request_id: str
+    cluster: str
+    pool: str
+    pods: tuple[NodeAllocation, ...]
+    team: str
+    priority: int
+    interruptible: bool
+    price_per_gpu_hour: float
+    granted_at: datetime
+    expires_at: datetime
+    expected_end: datetime
+    gpu_type: str | None = None
+    priority_class: str | None = None
+    project: str | None = None
+    spread_group: str | None = None
+    preempted_by: str | None = None
+    gpu_equivalent: float = field(init=False, repr=False, compare=False)
+    """GPUs held, a share counting as its fraction of one GPU (computed once)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpu_equivalent", sum(a.gpu_equivalent for a in self.pods))
+
+    @property
+    def key(self) -> PoolKey:
+        return (self.cluster, self.pool)
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(a.node for a in self.pods))
+
+    @property
+    def cost_per_hour(self) -> float:
+        return self.gpu_equivalent * self.price_per_gpu_hour
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at <= now
+
+    def pod_visible(self, view: GlobalView) -> bool:
+        """True once the cluster's capacity read shows its pod: from then on the view counts it."""
+        try:
+            return self.id in view.cluster(self.cluster).reservation_ids_seen
+        except KeyError:
+            return False

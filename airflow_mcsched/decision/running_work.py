@@ -1,0 +1,104 @@
+"""The reservations held during one cycle, with indexes built only when a feature first asks for them.
+
+Most cycles need none of them (no backfill head, no preemption), so holding 10,000 reservations
+costs one dict; each index, once built, is kept up to date as work is granted and evicted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+
+from airflow_mcsched.decision.reservation import Reservation
+from airflow_mcsched.view.snapshot import PoolKey
+
+
+class RunningWork:
+    __slots__ = ("_by_pool", "_domain_of", "_interruptible", "_pool_versions", "_spread", "_stopping_for", "by_id")
+
+    def __init__(self, reservations: Iterable[Reservation], domain_of: Callable[[str], str | None]) -> None:
+        self.by_id: dict[str, Reservation] = {r.id: r for r in reservations}
+        self._domain_of = domain_of
+        self._by_pool: dict[PoolKey, dict[str, Reservation]] | None = None
+        self._interruptible: dict[PoolKey | None, Counter[int]] | None = None
+        self._stopping_for: Counter[str] | None = None
+        self._spread: dict[str, Counter[str]] | None = None
+        self._pool_versions: Counter[PoolKey] = Counter()
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def values(self) -> Iterable[Reservation]:
+        return self.by_id.values()
+
+    # -- changes -----------------------------------------------------------------------------
+    def add(self, r: Reservation) -> None:
+        self.by_id[r.id] = r
+        self._index(r, +1)
+
+    def remove(self, r: Reservation) -> bool:
+        if self.by_id.pop(r.id, None) is None:
+            return False
+        self._index(r, -1)
+        return True
+
+    def _index(self, r: Reservation, step: int) -> None:
+        self._pool_versions[r.key] += 1
+        if self._by_pool is not None:
+            if step > 0:
+                self._by_pool[r.key][r.id] = r
+            else:
+                self._by_pool[r.key].pop(r.id, None)
+        if self._interruptible is not None and r.interruptible and r.preempted_by is None:
+            for key in (None, r.key):
+                counts = self._interruptible[key]
+                counts[r.priority] += step
+                if not counts[r.priority]:
+                    del counts[r.priority]
+        if self._stopping_for is not None and r.preempted_by is not None:
+            self._stopping_for[r.preempted_by] += step
+        if self._spread is not None and r.spread_group:
+            domain = self._domain_of(r.cluster)
+            if domain is not None:
+                self._spread[r.spread_group][domain] += step
+
+    # -- reading -----------------------------------------------------------------------------
+    def pool_version(self, key: PoolKey) -> int:
+        """Grows whenever work is added to or removed from the pool during the cycle."""
+        return self._pool_versions[key]
+
+    def in_pool(self, key: PoolKey) -> Iterable[Reservation]:
+        if self._by_pool is None:
+            self._by_pool = defaultdict(dict)
+            for r in self.by_id.values():
+                self._by_pool[r.key][r.id] = r
+        return self._by_pool.get(key, {}).values()
+
+    def lowest_interruptible_priority(self, key: PoolKey | None) -> float:
+        """Lowest priority of running interruptible work not already being stopped, in one pool or
+        (key None) anywhere; inf if none."""
+        if self._interruptible is None:
+            self._interruptible = defaultdict(Counter)
+            for r in self.by_id.values():
+                if r.interruptible and r.preempted_by is None:
+                    self._interruptible[None][r.priority] += 1
+                    self._interruptible[r.key][r.priority] += 1
+        counts = self._interruptible.get(key)
+        return min(counts) if counts else float("inf")
+
+    def stopping_for(self, request_id: str) -> bool:
+        """True when victims chosen for this request earlier are still stopping."""
+        if self._stopping_for is None:
+            self._stopping_for = Counter(r.preempted_by for r in self.by_id.values() if r.preempted_by)
+        return self._stopping_for.get(request_id, 0) > 0
+
+    def spread_domains(self, group: str) -> set[str]:
+        """Failure domains that already hold a member of this spread group."""
+        if self._spread is None:
+            self._spread = defaultdict(Counter)
+            for r in self.by_id.values():
+                if r.spread_group:
+                    domain = self._domain_of(r.cluster)
+                    if domain is not None:
+                        self._spread[r.spread_group][domain] += 1
+        return {d for d, n in self._spread.get(group, Counter()).items() if n > 0}

@@ -1,0 +1,66 @@
+"""A score is a soft preference: a number for one node pool that can take the request, with its figures.
+
+- Scores in [0, 1] (higher is better) are used as they are.
+- Scores `in_dollars` are costs, all in dollars per GPU-hour of the run (a one-off bill such as
+  egress is spread over the run's GPU-hours). They are turned into [0, 1] together: each
+  relative to its cheapest eligible pool, all divided by the largest summed extra cost, so a price
+  gap and a data-transfer bill weigh in one currency (the cheapest pool scores 1).
+- `dynamic` scores depend on live capacity or the chosen nodes (and get them); the others depend
+  only on the request's signature and what the cluster and pool are, so they are computed once per
+  signature per cycle (with `capacity=None, pods=()`). Dollar scores must not be dynamic.
+
+`signature` says which part of the request a score depends on (values are shared between
+requests alike in it); `upper_bound` lets the engine skip pools that cannot win without choosing
+their nodes (the default bound, 1, is always safe).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from airflow_mcsched.decision.context import RequestContext
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.pool_capacity import PoolCapacity
+from airflow_mcsched.view.snapshot import ClusterView, PoolView
+
+Detail = tuple[tuple[str, float | str | bool], ...]
+
+
+class Score(ABC):
+    name: ClassVar[str]
+    in_dollars: ClassVar[bool] = False
+    dynamic: ClassVar[bool] = False
+
+    def applies(self, ctx: RequestContext) -> bool:
+        return True
+
+    def signature(self, ctx: RequestContext) -> tuple:
+        """Everything of the request the value depends on; the safe default is the whole signature."""
+        return ctx.signature
+
+    def upper_bound(self, ctx: RequestContext, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> float:
+        """For dynamic scores: the most `measure` can return on this pool, before nodes are chosen."""
+        return 1.0
+
+    @abstractmethod
+    def measure(
+        self,
+        ctx: RequestContext,
+        cluster: ClusterView,
+        pool: PoolView,
+        capacity: PoolCapacity | None,
+        pods: tuple[NodeAllocation, ...],
+    ) -> float:
+        """The raw value: dollars, or [0, 1]."""
+
+    def explain(
+        self,
+        ctx: RequestContext,
+        cluster: ClusterView,
+        pool: PoolView,
+        capacity: PoolCapacity | None,
+        pods: tuple[NodeAllocation, ...],
+    ) -> Detail:
+        """The figures behind the value, for the decision's explanation (only asked of the ranked few)."""
+        return ()

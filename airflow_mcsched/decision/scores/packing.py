@@ -1,0 +1,95 @@
+"""Packing scores, in [0, 1], from live capacity: fragmentation left behind, and load on the pool."""
+
+from __future__ import annotations
+
+from airflow_mcsched.access.capacity import MILLI_PER_GPU
+from airflow_mcsched.decision.scores.base import Score
+
+
+class FragmentationScore(Score):
+    """Prefer leaving whole nodes (and whole GPUs) free for big gangs: 1 = the placement fills exactly.
+
+    Whole GPUs: 1 - mean over used nodes of (free GPUs left / GPUs per node). Shares: 1 - what is
+    left on the shared GPU. CPU-only pods: 1 - free GPUs of the node, so they go where GPUs are taken.
+    """
+
+    name = "fragmentation"
+    dynamic = True
+
+    def signature(self, ctx):
+        return (ctx.demand,)
+
+    def upper_bound(self, ctx, cluster, pool, capacity):
+        """Single pods: the tightest node the histogram offers (best fit picks it unless CPU or memory
+        say otherwise, which only lowers the value); gangs and shares: 1."""
+        d = ctx.demand
+        if d.pods > 1 or d.gpu_milli or not pool.gpus_per_node:
+            return 1.0
+        at_least = capacity.histogram.at_least
+        top = len(at_least) - 1
+        for k in range(d.gpus, top + 1):
+            if at_least[k] - (at_least[k + 1] if k < top else 0) > 0:
+                return 1 - (k - d.gpus) / pool.gpus_per_node
+        return 1.0
+
+    def _left_and_broken(self, ctx, pool, capacity, pods) -> tuple[float, int]:
+        d = ctx.demand
+        per_node = max(1, pool.gpus_per_node)
+        used: dict[str, int] = {}
+        for a in pods:
+            used[a.node] = used.get(a.node, 0) + 1
+        broken = 0
+        left_sum = 0.0
+        for name, count in used.items():
+            node = capacity.node(name)
+            if node is None:
+                continue
+            if d.gpu_milli:
+                j = node.best_share_gpu(d.gpu_milli)
+                free = node.gpu_milli_free[j] if j is not None else d.gpu_milli
+                left_sum += max(0, free - d.gpu_milli * count) / MILLI_PER_GPU
+                broken += free >= MILLI_PER_GPU
+            elif d.gpus:
+                left_sum += max(0, node.whole_gpus_free - d.gpus * count) / per_node
+                broken += node.whole_gpus_free >= per_node
+            elif pool.gpus_per_node:
+                left_sum += node.whole_gpus_free / per_node
+        return left_sum / max(1, len(used)), broken
+
+    def measure(self, ctx, cluster, pool, capacity, pods):
+        return 1 - self._left_and_broken(ctx, pool, capacity, pods)[0]
+
+    def explain(self, ctx, cluster, pool, capacity, pods):
+        left, broken = self._left_and_broken(ctx, pool, capacity, pods)
+        return (("left_free_fraction", round(left, 4)), ("whole_nodes_broken", broken))
+
+
+class LoadScore(Score):
+    """Queue pressure and load: prefer pools with GPUs to spare and clusters with few pods pending."""
+
+    name = "load"
+    dynamic = True
+
+    def signature(self, ctx):
+        return (ctx.demand.gpu_equivalent,)
+
+    def upper_bound(self, ctx, cluster, pool, capacity):
+        return self.measure(ctx, cluster, pool, capacity, ())  # does not depend on the nodes chosen
+
+    def _parts(self, ctx, cluster, capacity) -> tuple[float, float]:
+        if capacity.allocatable_gpus:
+            spare = max(0.0, capacity.gpu_milli_free / MILLI_PER_GPU - ctx.demand.gpu_equivalent)
+            free_fraction = spare / capacity.allocatable_gpus
+        else:
+            cpu_total = sum(n.cpu_milli_allocatable for n in capacity.nodes)
+            free_fraction = capacity.cpu_milli_free / cpu_total if cpu_total else 0.0
+        pressure = 1 / (1 + cluster.pods_pending / max(1, len(capacity.nodes)))
+        return free_fraction, pressure
+
+    def measure(self, ctx, cluster, pool, capacity, pods):
+        free_fraction, pressure = self._parts(ctx, cluster, capacity)
+        return 0.5 * free_fraction + 0.5 * pressure
+
+    def explain(self, ctx, cluster, pool, capacity, pods):
+        free_fraction, _ = self._parts(ctx, cluster, capacity)
+        return (("free_fraction_after", round(free_fraction, 4)), ("pods_pending", cluster.pods_pending))

@@ -1,0 +1,107 @@
+"""Build the global view from what operators declared (profiles) and what was read (observations)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
+from airflow_mcsched.access.profiles import ClusterProfile, NodePool
+from airflow_mcsched.view.node_capacity import NodeCapacity
+from airflow_mcsched.view.pool_capacity import PoolCapacity
+from airflow_mcsched.view.snapshot import ClusterView, GlobalView, PoolView
+
+
+def _pool_for(node: NodeObservation, pools: Mapping[str, NodePool], profile: ClusterProfile) -> str | None:
+    """The pool a node belongs to: its pool label, else the first pool of its GPU type (CPU pool if none)."""
+    if node.pool in pools:
+        return node.pool
+    for p in profile.node_pools:
+        if p.gpu_type == node.gpu_type:
+            return p.name
+    return None
+
+
+def node_capacity(node: NodeObservation) -> NodeCapacity:
+    return NodeCapacity.of(
+        node.name,
+        tuple(node.gpu_milli_free),
+        node.cpu_milli_allocatable - node.cpu_milli_requested,
+        node.memory_mib_allocatable - node.memory_mib_requested,
+        node.cpu_milli_allocatable,
+        node.memory_mib_allocatable,
+    )
+
+
+def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first_ordinal: int) -> ClusterView:
+    by_pool: dict[str, list[NodeCapacity]] = {p.name: [] for p in profile.node_pools}
+    excluded: dict[str, int] = dict.fromkeys(by_pool, 0)
+    pools = {p.name: p for p in profile.node_pools}
+    healthy = obs is not None and obs.error is None
+    if healthy:
+        for node in obs.nodes:
+            name = _pool_for(node, pools, profile)
+            if name is None:
+                continue  # a node of a GPU type the profile does not declare: not ours to place on
+            if node.usable:
+                by_pool[name].append(node_capacity(node))
+            else:
+                excluded[name] += 1
+    views = tuple(
+        PoolView(
+            cluster=profile.name,
+            name=p.name,
+            ordinal=first_ordinal + i,
+            gpu_type=p.gpu_type,
+            gpu_memory_gib=p.gpu_memory_gib,
+            gpus_per_node=p.gpus_per_node,
+            interconnect=frozenset(p.interconnect),
+            has_rdma=p.has_rdma,
+            storage_gbps=p.storage_gbps,
+            price_per_gpu_hour=p.price_per_gpu_hour,
+            spot_price_per_gpu_hour=p.spot_price_per_gpu_hour,
+            gpu_sharing=p.gpu_sharing,
+            labels=p.labels,
+            capacity=PoolCapacity.of(by_pool[p.name], p.gpus_per_node, excluded[p.name]),
+        )
+        for i, p in enumerate(profile.node_pools)
+    )
+    return ClusterView(
+        name=profile.name,
+        kind=profile.kind,
+        region=profile.region,
+        zone=profile.zone,
+        failure_domain=profile.domain,
+        state=profile.state,
+        suited_for=frozenset(profile.suited_for),
+        data=profile.data,
+        reserved=tuple(profile.reserved),
+        labels=profile.labels,
+        observed_at=None if obs is None else obs.observed_at,
+        error=None if obs is None else obs.error,
+        pods_running=0 if obs is None else obs.pods_running,
+        pods_pending=0 if obs is None else obs.pods_pending,
+        reservation_ids_seen=frozenset() if obs is None else obs.reservation_ids_seen,
+        pools=views,
+    )
+
+
+def build_view(
+    profiles: Iterable[ClusterProfile],
+    observations: Mapping[str, ClusterObservation] | Iterable[ClusterObservation],
+    taken_at: datetime,
+) -> GlobalView:
+    """One snapshot of the fleet. A cluster without an observation is in the view with no capacity.
+
+    An unhealthy read (observation with `error`) keeps the cluster visible with its error and no
+    capacity, so a decision can say why it was skipped. Observations of unknown clusters are ignored.
+    """
+    if not isinstance(observations, Mapping):
+        observations = {o.cluster: o for o in observations}
+    clusters = []
+    ordinal = 0
+    for profile in profiles:
+        view = _cluster_view(profile, observations.get(profile.name), ordinal)
+        ordinal += len(view.pools)
+        clusters.append(view)
+    return GlobalView(taken_at, tuple(clusters))

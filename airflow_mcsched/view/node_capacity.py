@@ -1,0 +1,130 @@
+"""Free capacity of one usable node, exact enough to decide fit: per-GPU shares, CPU and memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_mcsched.access.capacity import MILLI_PER_GPU
+from airflow_mcsched.view.allocation import NodeAllocation
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCapacity:
+    """What is still free on one node; `take` and `give_back` return a new node, never change this one.
+
+    `gpu_milli_free` has one entry per GPU (1000 = whole GPU free). `whole_gpus_free` and
+    `largest_share_free` are kept alongside so fit checks do not walk the tuple.
+    """
+
+    name: str
+    gpu_milli_free: tuple[int, ...]
+    cpu_milli_free: int
+    memory_mib_free: int
+    cpu_milli_allocatable: int
+    memory_mib_allocatable: int
+    whole_gpus_free: int
+    largest_share_free: int
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        gpu_milli_free: tuple[int, ...],
+        cpu_milli_free: int,
+        memory_mib_free: int,
+        cpu_milli_allocatable: int | None = None,
+        memory_mib_allocatable: int | None = None,
+    ) -> NodeCapacity:
+        whole = 0
+        largest = 0
+        for m in gpu_milli_free:
+            if m >= MILLI_PER_GPU:
+                whole += 1
+            if m > largest:
+                largest = m
+        return cls(
+            name,
+            gpu_milli_free,
+            max(0, cpu_milli_free),
+            max(0, memory_mib_free),
+            cpu_milli_free if cpu_milli_allocatable is None else cpu_milli_allocatable,
+            memory_mib_free if memory_mib_allocatable is None else memory_mib_allocatable,
+            whole,
+            largest,
+        )
+
+    @property
+    def gpus(self) -> int:
+        return len(self.gpu_milli_free)
+
+    def fits(self, gpus: int, gpu_milli: int, cpu_milli: int, memory_mib: int) -> bool:
+        return (
+            self.whole_gpus_free >= gpus
+            and self.largest_share_free >= gpu_milli
+            and self.cpu_milli_free >= cpu_milli
+            and self.memory_mib_free >= memory_mib
+        )
+
+    def best_share_gpu(self, gpu_milli: int) -> int | None:
+        """Index of the GPU a share should go to: the fullest one that still has room (best fit)."""
+        best = None
+        best_free = MILLI_PER_GPU + 1
+        for i, m in enumerate(self.gpu_milli_free):
+            if gpu_milli <= m < best_free:
+                best, best_free = i, m
+        return best
+
+    def take(self, a: NodeAllocation) -> NodeCapacity:
+        """Capacity left after placing `a`; clamps at zero when the node no longer has it all.
+
+        Clamping matters for reservations granted earlier whose node has since filled up: the
+        reservation still holds what is there, and nothing goes negative.
+        """
+        free = list(self.gpu_milli_free)
+        need = a.gpus
+        for i, m in enumerate(free):
+            if need == 0:
+                break
+            if m >= MILLI_PER_GPU:
+                free[i] = 0
+                need -= 1
+        if a.gpu_milli:
+            i = self.best_share_gpu(a.gpu_milli)
+            if i is None and free:
+                i = max(range(len(free)), key=free.__getitem__)
+            if i is not None:
+                free[i] = max(0, free[i] - a.gpu_milli)
+        return NodeCapacity.of(
+            self.name,
+            tuple(free),
+            self.cpu_milli_free - a.cpu_milli,
+            self.memory_mib_free - a.memory_mib,
+            self.cpu_milli_allocatable,
+            self.memory_mib_allocatable,
+        )
+
+    def give_back(self, a: NodeAllocation) -> NodeCapacity:
+        """Capacity after `a` ends; a share returns to the fullest GPU it fits back on (never above whole)."""
+        free = list(self.gpu_milli_free)
+        need = a.gpus
+        for i, m in enumerate(free):
+            if need == 0:
+                break
+            if m == 0:
+                free[i] = MILLI_PER_GPU
+                need -= 1
+        if a.gpu_milli:
+            target = None
+            for i, m in enumerate(free):
+                if m < MILLI_PER_GPU and m + a.gpu_milli <= MILLI_PER_GPU and (target is None or m < free[target]):
+                    target = i
+            if target is not None:
+                free[target] += a.gpu_milli
+        return NodeCapacity.of(
+            self.name,
+            tuple(free),
+            min(self.cpu_milli_allocatable, self.cpu_milli_free + a.cpu_milli),
+            min(self.memory_mib_allocatable, self.memory_mib_free + a.memory_mib),
+            self.cpu_milli_allocatable,
+            self.memory_mib_allocatable,
+        )

@@ -1,0 +1,164 @@
+"""Live capacity of one node pool with its aggregates precomputed, so most fit checks are O(1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.histogram import FreeGpuHistogram
+from airflow_mcsched.view.node_capacity import NodeCapacity
+
+
+@dataclass(frozen=True, slots=True)
+class PoolCapacity:
+    """Usable nodes of a pool (not-ready and cordoned nodes are left out and only counted) and their sums.
+
+    Aggregates are exact for what they claim: `largest_whole_free_on_node` < 8 proves an 8-GPU
+    pod cannot fit; the converse still needs a node check (CPU and memory on that same node).
+    """
+
+    nodes: tuple[NodeCapacity, ...]
+    gpus_per_node: int
+    nodes_excluded: int
+    allocatable_gpus: int
+    whole_gpus_free: int
+    gpu_milli_free: int
+    largest_whole_free_on_node: int
+    largest_share_free: int
+    cpu_milli_free: int
+    memory_mib_free: int
+    largest_cpu_milli_free_on_node: int
+    largest_memory_mib_free_on_node: int
+    histogram: FreeGpuHistogram
+    node_index: dict[str, int] = field(compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        nodes: Iterable[NodeCapacity],
+        gpus_per_node: int,
+        nodes_excluded: int = 0,
+        node_index: dict[str, int] | None = None,
+    ) -> PoolCapacity:
+        nodes = tuple(nodes)
+        alloc = whole = milli = cpu = mem = 0
+        top_whole = top_share = top_cpu = top_mem = 0
+        for n in nodes:
+            alloc += len(n.gpu_milli_free)
+            whole += n.whole_gpus_free
+            milli += sum(n.gpu_milli_free)
+            cpu += n.cpu_milli_free
+            mem += n.memory_mib_free
+            top_whole = max(top_whole, n.whole_gpus_free)
+            top_share = max(top_share, n.largest_share_free)
+            top_cpu = max(top_cpu, n.cpu_milli_free)
+            top_mem = max(top_mem, n.memory_mib_free)
+        if node_index is None:
+            node_index = {n.name: i for i, n in enumerate(nodes)}
+        return cls(
+            nodes,
+            gpus_per_node,
+            nodes_excluded,
+            alloc,
+            whole,
+            milli,
+            top_whole,
+            top_share,
+            cpu,
+            mem,
+            top_cpu,
+            top_mem,
+            FreeGpuHistogram.of((n.whole_gpus_free for n in nodes), gpus_per_node),
+            node_index,
+        )
+
+    @classmethod
+    def empty(cls, gpus_per_node: int = 0, nodes_excluded: int = 0) -> PoolCapacity:
+        return cls.of((), gpus_per_node, nodes_excluded)
+
+    @property
+    def requested_gpus(self) -> float:
+        """GPUs in use (a share counts as its fraction), from the view's point of view."""
+        return self.allocatable_gpus - self.gpu_milli_free / 1000
+
+    def node(self, name: str) -> NodeCapacity | None:
+        i = self.node_index.get(name)
+        return None if i is None else self.nodes[i]
+
+    def _apply(self, allocations: Iterable[NodeAllocation], give_back: bool) -> PoolCapacity:
+        """Change only the touched nodes and update the sums by difference; maxima are re-read only
+        when a node that held one went down (so taking from one node of a big pool stays cheap)."""
+        changed: dict[int, NodeCapacity] = {}
+        for a in allocations:
+            i = self.node_index.get(a.node)
+            if i is None:  # the node left the pool (drained, deleted): nothing to hold there
+                continue
+            node = changed.get(i) or self.nodes[i]
+            changed[i] = node.give_back(a) if give_back else node.take(a)
+        if not changed:
+            return self
+        nodes = list(self.nodes)
+        whole, milli, cpu, mem = self.whole_gpus_free, self.gpu_milli_free, self.cpu_milli_free, self.memory_mib_free
+        top_whole, top_share = self.largest_whole_free_on_node, self.largest_share_free
+        top_cpu, top_mem = self.largest_cpu_milli_free_on_node, self.largest_memory_mib_free_on_node
+        at_least = list(self.histogram.at_least)
+        rescan = False
+        for i, new in changed.items():
+            old = nodes[i]
+            nodes[i] = new
+            whole += new.whole_gpus_free - old.whole_gpus_free
+            milli += sum(new.gpu_milli_free) - sum(old.gpu_milli_free)
+            cpu += new.cpu_milli_free - old.cpu_milli_free
+            mem += new.memory_mib_free - old.memory_mib_free
+            lo, hi = sorted((old.whole_gpus_free, new.whole_gpus_free))
+            step = 1 if new.whole_gpus_free > old.whole_gpus_free else -1
+            for k in range(lo + 1, min(hi, len(at_least) - 1) + 1):
+                at_least[k] += step
+            rescan = rescan or (
+                (old.whole_gpus_free == top_whole and new.whole_gpus_free < top_whole)
+                or (old.largest_share_free == top_share and new.largest_share_free < top_share)
+                or (old.cpu_milli_free == top_cpu and new.cpu_milli_free < top_cpu)
+                or (old.memory_mib_free == top_mem and new.memory_mib_free < top_mem)
+            )
+            top_whole = max(top_whole, new.whole_gpus_free)
+            top_share = max(top_share, new.largest_share_free)
+            top_cpu = max(top_cpu, new.cpu_milli_free)
+            top_mem = max(top_mem, new.memory_mib_free)
+        if max(n.whole_gpus_free for n in changed.values()) >= len(at_least):
+            return PoolCapacity.of(nodes, self.gpus_per_node, self.nodes_excluded, self.node_index)
+        if rescan:
+            top_whole = top_share = top_cpu = top_mem = 0
+            for n in nodes:
+                if n.whole_gpus_free > top_whole:
+                    top_whole = n.whole_gpus_free
+                if n.largest_share_free > top_share:
+                    top_share = n.largest_share_free
+                if n.cpu_milli_free > top_cpu:
+                    top_cpu = n.cpu_milli_free
+                if n.memory_mib_free > top_mem:
+                    top_mem = n.memory_mib_free
+        return PoolCapacity(
+            tuple(nodes),
+            self.gpus_per_node,
+            self.nodes_excluded,
+            self.allocatable_gpus,
+            whole,
+            milli,
+            top_whole,
+            top_share,
+            cpu,
+            mem,
+            top_cpu,
+            top_mem,
+            FreeGpuHistogram(tuple(at_least)),
+            self.node_index,
+        )
+
+    def take(self, allocations: Iterable[NodeAllocation]) -> PoolCapacity:
+        """Capacity after placing these pods (copy-on-write: this object is unchanged)."""
+        return self._apply(allocations, give_back=False)
+
+    def give_back(self, allocations: Iterable[NodeAllocation]) -> PoolCapacity:
+        """Capacity after these pods end."""
+        return self._apply(allocations, give_back=True)

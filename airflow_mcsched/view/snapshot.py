@@ -1,0 +1,153 @@
+"""The global view: an immutable snapshot of every cluster and node pool, with its age (layer 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from airflow_mcsched.access.profiles import (
+    ClusterKind,
+    ClusterState,
+    DataLocality,
+    GpuReservation,
+    Interconnect,
+    WorkKind,
+)
+from airflow_mcsched.view.pool_capacity import PoolCapacity
+
+PoolKey = tuple[str, str]
+"""(cluster name, node pool name): the unit a placement decision picks."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolView:
+    """One node pool: what the profile declares (type, network, prices) and what is free now."""
+
+    cluster: str
+    name: str
+    ordinal: int
+    gpu_type: str | None
+    gpu_memory_gib: float
+    gpus_per_node: int
+    interconnect: frozenset[Interconnect]
+    has_rdma: bool
+    storage_gbps: float
+    price_per_gpu_hour: float
+    spot_price_per_gpu_hour: float | None
+    gpu_sharing: bool
+    labels: Mapping[str, str]
+    capacity: PoolCapacity
+
+    @property
+    def key(self) -> PoolKey:
+        return (self.cluster, self.name)
+
+    def price_for(self, interruptible: bool) -> float:
+        """Price per GPU-hour the work pays here: the spot price for interruptible work where offered."""
+        if interruptible and self.spot_price_per_gpu_hour is not None:
+            return self.spot_price_per_gpu_hour
+        return self.price_per_gpu_hour
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """One cluster: placement facts from its profile, and the health and age of its last capacity read."""
+
+    name: str
+    kind: ClusterKind
+    region: str
+    zone: str
+    failure_domain: str
+    state: ClusterState
+    suited_for: frozenset[WorkKind]
+    data: DataLocality
+    reserved: tuple[GpuReservation, ...]
+    labels: Mapping[str, str]
+    observed_at: datetime | None
+    error: str | None
+    pods_running: int
+    pods_pending: int
+    reservation_ids_seen: frozenset[str]
+    pools: tuple[PoolView, ...]
+
+    @property
+    def healthy(self) -> bool:
+        """Read without error. A cluster never read is not unhealthy but stale (see `age`)."""
+        return self.error is None
+
+    def age(self, now: datetime) -> timedelta | None:
+        """How old its capacity read is; None when it was never read."""
+        return None if self.observed_at is None else now - self.observed_at
+
+    def is_stale(self, now: datetime, max_age: timedelta) -> bool:
+        return self.observed_at is None or now - self.observed_at > max_age
+
+    def pool(self, name: str) -> PoolView:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        raise KeyError(f"cluster {self.name!r} has no node pool {name!r}")
+
+    @property
+    def free_gpus(self) -> int:
+        return sum(p.capacity.whole_gpus_free for p in self.pools)
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalView:
+    """Every cluster at `taken_at`. Never changed in place: `with_capacity` returns a new view."""
+
+    taken_at: datetime
+    clusters: tuple[ClusterView, ...]
+    pools: tuple[PoolView, ...] = field(init=False, repr=False, compare=False)
+    _clusters_by_name: dict[str, ClusterView] = field(init=False, repr=False, compare=False)
+    _pools_by_key: dict[PoolKey, PoolView] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pools = tuple(p for c in self.clusters for p in c.pools)
+        object.__setattr__(self, "pools", pools)
+        object.__setattr__(self, "_clusters_by_name", {c.name: c for c in self.clusters})
+        object.__setattr__(self, "_pools_by_key", {p.key: p for p in pools})
+
+    def age(self, now: datetime) -> timedelta:
+        return now - self.taken_at
+
+    def cluster(self, name: str) -> ClusterView:
+        try:
+            return self._clusters_by_name[name]
+        except KeyError:
+            raise KeyError(f"the view has no cluster {name!r}") from None
+
+    def pool(self, cluster: str, pool: str) -> PoolView:
+        try:
+            return self._pools_by_key[(cluster, pool)]
+        except KeyError:
+            raise KeyError(f"the view has no node pool {cluster}/{pool}") from None
+
+    def has_cluster(self, name: str) -> bool:
+        return name in self._clusters_by_name
+
+    def has_pool(self, key: PoolKey) -> bool:
+        return key in self._pools_by_key
+
+    def free_gpus_by_type(self) -> dict[str, int]:
+        """Whole free GPUs per GPU type over the fleet (healthy or not: callers filter)."""
+        totals: dict[str, int] = {}
+        for p in self.pools:
+            if p.gpu_type:
+                totals[p.gpu_type] = totals.get(p.gpu_type, 0) + p.capacity.whole_gpus_free
+        return totals
+
+    def with_capacity(self, changes: Mapping[PoolKey, PoolCapacity]) -> GlobalView:
+        """A new view with these pools' capacity replaced; untouched clusters are shared, not copied."""
+        if not changes:
+            return self
+        touched = {c for c, _ in changes}
+        clusters = []
+        for c in self.clusters:
+            if c.name in touched:
+                pools = tuple(replace(p, capacity=changes[p.key]) if p.key in changes else p for p in c.pools)
+                c = replace(c, pools=pools)
+            clusters.append(c)
+        return GlobalView(self.taken_at, tuple(clusters))

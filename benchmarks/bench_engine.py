@@ -1,0 +1,224 @@
+"""Micro-benchmark of the placement engine: view build, one decision, and a whole admission cycle.
+
+    .venv/bin/python benchmarks/bench_engine.py [--runs 7] [--seed 1]
+
+Synthetic fleet, seeded: every cluster has an 8-GPU pool, a 4-GPU pool and a CPU pool (12, 8 and
+4 nodes), GPU types and prices drawn from a small catalogue, about half the GPUs in use. The
+queue mixes whole-GPU pods, 8-GPU pods, gangs, GPU shares and CPU-only pods from 10 teams.
+Figures are medians of `--runs` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
+from airflow_mcsched.access.profiles import ClusterProfile, DataLocality, NodePool, WorkKind
+from airflow_mcsched.decision import PlacementRequest, Policy, Reservation, decide
+from airflow_mcsched.view import NodeAllocation, build_view
+
+NOW = datetime(2026, 1, 5, 12, tzinfo=UTC)
+CATALOGUE = {"A100": 2.0, "H100": 4.0, "L4": 0.8, "T4": 0.35, "V100": 1.5, "A10": 1.1}
+TEAMS = [f"team-{i}" for i in range(10)]
+
+
+def make_fleet(clusters: int, rng: random.Random) -> tuple[list[ClusterProfile], list[ClusterObservation]]:
+    profiles, observations = [], []
+    types = sorted(CATALOGUE)
+    for c in range(clusters):
+        big, small = rng.sample(types, 2)
+        factor = rng.choice([0.6, 1.0, 1.3])
+        pools = [
+            NodePool(
+                name="big",
+                gpu_type=big,
+                gpu_memory_gib=80,
+                gpus_per_node=8,
+                nodes=12,
+                interconnect=["nvlink", "infiniband"] if rng.random() < 0.5 else ["ethernet"],
+                price_per_gpu_hour=round(CATALOGUE[big] * factor, 2),
+                spot_price_per_gpu_hour=round(CATALOGUE[big] * factor * 0.4, 2) if rng.random() < 0.5 else None,
+            ),
+            NodePool(
+                name="small",
+                gpu_type=small,
+                gpu_memory_gib=24,
+                gpus_per_node=4,
+                nodes=8,
+                gpu_sharing=rng.random() < 0.5,
+                price_per_gpu_hour=round(CATALOGUE[small] * factor, 2),
+            ),
+            NodePool(name="cpu", nodes=4),
+        ]
+        name = f"c{c:04d}"
+        profile = ClusterProfile(
+            name=name,
+            region=f"r{c % 7}",
+            node_pools=pools,
+            data=DataLocality(datasets=[f"ds-{c % 20}"], egress_price_per_gib=0.05),
+        )
+        nodes = []
+        for p in pools:
+            for i in range(p.nodes):
+                used = rng.randint(0, p.gpus_per_node)
+                milli = [0] * used + [1000] * (p.gpus_per_node - used)
+                if p.gpu_sharing and milli and rng.random() < 0.3:
+                    milli[-1] = rng.choice([200, 500, 700])
+                nodes.append(
+                    NodeObservation(
+                        name=f"{name}-{p.name}-{i}",
+                        pool=p.name,
+                        gpu_type=p.gpu_type,
+                        cpu_milli_allocatable=64000,
+                        memory_mib_allocatable=256 * 1024,
+                        cpu_milli_requested=rng.randint(0, 32) * 1000,
+                        memory_mib_requested=rng.randint(0, 128) * 1024,
+                        gpu_milli_free=tuple(sorted(milli, reverse=True)),
+                    )
+                )
+        profiles.append(profile)
+        observations.append(ClusterObservation(name, NOW - timedelta(seconds=30), tuple(nodes)))
+    return profiles, observations
+
+
+def make_queue(n: int, rng: random.Random, templates: int = 0) -> list[PlacementRequest]:
+    """`templates` > 0: requests are instances of that many DAG steps (shape, kind, GPU types, data,
+    duration, interruptible, priority), team and arrival varying; 0: every field drawn per request."""
+    if templates:
+        steps = make_queue(templates, rng)
+        return [
+            steps[rng.randrange(templates)].model_copy(
+                update={"id": f"req-{i:05d}", "arrival": NOW - timedelta(seconds=n - i), "team": rng.choice(TEAMS)}
+            )
+            for i in range(n)
+        ]
+    out = []
+    for i in range(n):
+        shape = rng.random()
+        kw: dict = {}
+        if shape < 0.45:
+            kw["gpus"] = rng.choice([1, 1, 2, 4])
+        elif shape < 0.6:
+            kw["gpus"] = 8
+        elif shape < 0.65:
+            kw.update(gpus=8, pods=rng.choice([2, 4]), needs_rdma=True)
+        elif shape < 0.8:
+            kw["gpu_milli"] = rng.choice([250, 500])
+        else:
+            kw["cpu"] = rng.choice([2, 4, 8])
+        if kw.get("gpus") and rng.random() < 0.5:
+            kw["gpu_types"] = tuple(rng.sample(sorted(CATALOGUE), 2))
+        if rng.random() < 0.2:
+            kw["data"] = [{"location": f"ds-{rng.randrange(20)}", "size_gib": rng.choice([10, 100, 500])}]
+        out.append(
+            PlacementRequest(
+                id=f"req-{i:05d}",
+                arrival=NOW - timedelta(seconds=n - i),
+                team=rng.choice(TEAMS),
+                kind=rng.choice(list(WorkKind)),
+                interruptible=rng.random() < 0.3,
+                priority_class=rng.choice(["low", "normal", "normal", "high"]),
+                expected_duration=timedelta(minutes=rng.choice([10, 30, 60, 240])),
+                **kw,
+            )
+        )
+    return out
+
+
+def make_running(view, n: int, rng: random.Random) -> list[Reservation]:
+    """Reservations of ours on random GPU nodes (1 GPU each); `with_seen` marks most pods as seen."""
+    out = []
+    pools = [p for p in view.pools if p.gpu_type and p.capacity.nodes]
+    for i in range(n):
+        p = rng.choice(pools)
+        node = rng.choice(p.capacity.nodes)
+        out.append(
+            Reservation(
+                id=f"run-{i}",
+                request_id=f"old-{i}",
+                cluster=p.cluster,
+                pool=p.name,
+                pods=(NodeAllocation(node.name, 1, 0, 1000, 1024),),
+                team=rng.choice(TEAMS),
+                priority=rng.choice([0, 100]),
+                interruptible=rng.random() < 0.5,
+                price_per_gpu_hour=p.price_per_gpu_hour,
+                granted_at=NOW - timedelta(hours=1),
+                expires_at=NOW + timedelta(hours=1),
+                expected_end=NOW + timedelta(minutes=rng.randint(1, 600)),
+                gpu_type=p.gpu_type,
+            )
+        )
+    return out
+
+
+def with_seen(observations: list[ClusterObservation], running: list[Reservation], rng: random.Random):
+    """The steady state: pods of 95 % of running reservations already show in the capacity reads."""
+    seen: dict[str, set[str]] = {}
+    for r in running:
+        if rng.random() < 0.95:
+            seen.setdefault(r.cluster, set()).add(r.id)
+    return [
+        ClusterObservation(o.cluster, o.observed_at, o.nodes, reservation_ids_seen=frozenset(seen.get(o.cluster, ())))
+        for o in observations
+    ]
+
+
+def median_seconds(fn: Callable[[], object], runs: int) -> tuple[float, float]:
+    """Median wall-clock and median CPU seconds (CPU time is steadier on a shared machine)."""
+    wall, cpu = [], []
+    for _ in range(runs):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--queue", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=50, help="DAG steps the templated queue is made of")
+    parser.add_argument("--sizes", default="10,100,1000", help="fleet sizes (clusters)")
+    args = parser.parse_args()
+    policy = Policy()
+    print(f"medians of {args.runs} runs (single request: of {max(args.runs, 21)}); wall ms / CPU ms")
+    print(
+        f"{'clusters':>8} {'pools':>6} {'nodes':>6} {'view build':>13} {'1 request':>13} {'decisions/s':>11} "
+        f"{'cycle (steps)':>15} {'decisions/s':>11} {'cycle (random)':>15} {'decisions/s':>11} {'admitted':>8}"
+    )
+    for clusters in (int(x) for x in args.sizes.split(",")):
+        rng = random.Random(args.seed)
+        profiles, observations = make_fleet(clusters, rng)
+        build = median_seconds(lambda: build_view(profiles, observations, NOW), args.runs)  # noqa: B023
+        running = make_running(build_view(profiles, observations, NOW), 5 * clusters, rng)
+        observations = with_seen(observations, running, rng)
+        view = build_view(profiles, observations, NOW)
+        templated = make_queue(args.queue, rng, templates=args.steps)
+        random_queue = make_queue(args.queue, rng)
+        one = [PlacementRequest(id="one", arrival=NOW, team="team-0", gpus=2)]
+        single = median_seconds(lambda: decide(view, one, running, policy, NOW), max(args.runs, 21))  # noqa: B023
+        cycle = median_seconds(lambda: decide(view, templated, running, policy, NOW), args.runs)  # noqa: B023
+        cycle_random = median_seconds(lambda: decide(view, random_queue, running, policy, NOW), args.runs)  # noqa: B023
+        admitted = len(decide(view, templated, running, policy, NOW).reservations)
+        nodes = sum(len(p.capacity.nodes) for p in view.pools)
+
+        def ms(t: tuple[float, float]) -> str:
+            return f"{t[0] * 1e3:.1f}/{t[1] * 1e3:.1f}" if t[0] >= 0.01 else f"{t[0] * 1e3:.2f}/{t[1] * 1e3:.2f}"
+
+        print(
+            f"{clusters:>8} {len(view.pools):>6} {nodes:>6} {ms(build):>13} {ms(single):>13} {1 / single[0]:>11.0f} "
+            f"{ms(cycle):>15} {args.queue / cycle[0]:>11.0f} {ms(cycle_random):>15} "
+            f"{args.queue / cycle_random[0]:>11.0f} {admitted:>8}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""How a DAG author's words become a resource request and a pod shaped to its reservation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from kubernetes.client import models as k8s
+
+from airflow_mcsched.operators.multi_cluster_pod import MultiClusterPodOperator
+from airflow_mcsched.operators.pod_shape import ANNOTATION_PLACEMENT, gpu_split, pod_shape
+from airflow_mcsched.operators.resource_request import merge_resource_fields, validated_ask
+from airflow_mcsched.service.schemas import PlacementOut, ResourceAsk, TaskRef
+
+KPO_ARGS = {"image": "python:3.11-slim", "cmds": ["python", "-c"], "arguments": ["print(1)"]}
+
+
+def placement(**ask) -> PlacementOut:
+    return PlacementOut(
+        id="p1",
+        state="admitted",
+        task=TaskRef(dag_id="d", run_id="r", task_id="t"),
+        attempt=1,
+        team="ml",
+        project=None,
+        priority_class=None,
+        ask=ResourceAsk(**ask),
+        cluster="c",
+        pool="gpu-pool",
+        reservation_id="rsv-p1",
+        queued_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+def test_keyword_fields_win_over_the_bundled_ask_and_durations_become_seconds():
+    fields = merge_resource_fields(
+        ResourceAsk(kind="training", gpus=4, cpu=8), {"gpus": 8, "expected_duration": timedelta(hours=2)}
+    )
+    assert fields == {"kind": "training", "gpus": 8, "cpu": 8, "expected_duration_seconds": 7200.0}
+
+
+@pytest.mark.parametrize(
+    ("fields", "complaint"),
+    [
+        ({"gpus": "eight"}, "gpus: Input should be a valid integer"),
+        ({"gpus": 1, "pods": 2}, "pods=2: a KubernetesPodOperator step runs one pod"),
+        ({"gpu": 8}, "gpu: Extra inputs are not permitted"),
+    ],
+)
+def test_a_wrong_request_names_the_field(fields, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        validated_ask(fields)
+
+
+def test_the_dag_fails_to_parse_when_a_step_asks_wrongly():
+    with pytest.raises(ValueError, match="gpus: Input should be a valid integer"):
+        MultiClusterPodOperator(task_id="train", gpus="eight", **KPO_ARGS)
+
+
+def test_a_templated_request_is_checked_when_it_runs_not_when_parsed():
+    op = MultiClusterPodOperator(task_id="train", gpus="{{ params.gpus }}", **KPO_ARGS)
+    assert op.resource_ask == {"gpus": "{{ params.gpus }}"} and "resource_ask" in op.template_fields
+
+
+def test_a_step_may_not_name_its_cluster():
+    with pytest.raises(ValueError, match="remove kubernetes_conn_id"):
+        MultiClusterPodOperator(task_id="train", gpus=1, kubernetes_conn_id="my_cluster", **KPO_ARGS)
+
+
+@pytest.mark.parametrize(
+    ("ask", "split"),
+    [
+        ({"gpus": 8}, (8, 0)),
+        ({"gpu_milli": 500}, (0, 500)),
+        ({"gpus": 1, "gpu_milli": 460}, (0, 460)),  # the openb trace's way of asking for a share
+        ({"gpu_milli": 1000}, (1, 0)),
+        ({}, (0, 0)),
+    ],
+)
+def test_gpus_split_into_whole_gpus_and_a_share_as_the_engine_reads_them(ask, split):
+    assert gpu_split(ResourceAsk(**ask)) == split
+
+
+def test_a_whole_gpu_pod_asks_exactly_for_its_reservation_on_its_pool():
+    shape = pod_shape(placement(gpus=8, cpu=1.5, memory_gib=2), {"limits": {"ephemeral-storage": "10Gi"}})
+
+    assert shape.resources.limits == {
+        "ephemeral-storage": "10Gi",
+        "cpu": "1500m",
+        "memory": "2048Mi",
+        "nvidia.com/gpu": "8",
+    }
+    assert shape.resources.requests == {"cpu": "1500m", "memory": "2048Mi"}
+    assert shape.node_selector == {"mcsched.io/node-pool": "gpu-pool"}
+    assert shape.labels == {"mcsched.io/reservation": "rsv-p1"}
+    assert shape.annotations == {ANNOTATION_PLACEMENT: "p1"}
+
+
+def test_a_gpu_share_is_an_annotation_not_a_gpu_limit():
+    authored = k8s.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"})
+    shape = pod_shape(placement(gpu_milli=250), authored)
+
+    assert "nvidia.com/gpu" not in shape.resources.limits
+    assert shape.annotations["mcsched.io/gpu-milli"] == "250"

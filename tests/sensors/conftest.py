@@ -1,0 +1,1 @@
+from tests.operators.placement_fleet import placement_fleet  # noqa: F401

@@ -1,0 +1,100 @@
+"""Node and pool capacity: taking and giving back pods, with aggregates kept exact."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from airflow_mcsched.view import FreeGpuHistogram, NodeAllocation, NodeCapacity, PoolCapacity
+
+
+def node(name: str, free: tuple[int, ...], cpu: int = 64_000, mem: int = 262_144) -> NodeCapacity:
+    return NodeCapacity.of(name, free, cpu, mem)
+
+
+def test_take_whole_gpus_and_give_them_back():
+    n = node("n", (1000,) * 4)
+    taken = n.take(NodeAllocation("n", gpus=3, cpu_milli=8000, memory_mib=1024))
+    assert taken.whole_gpus_free == 1
+    assert taken.cpu_milli_free == 56_000
+    back = taken.give_back(NodeAllocation("n", gpus=3, cpu_milli=8000, memory_mib=1024))
+    assert back == n
+
+
+def test_share_goes_to_the_fullest_gpu_it_fits_on():
+    n = node("n", (1000, 600, 300))
+    assert n.best_share_gpu(250) == 2
+    assert n.best_share_gpu(500) == 1
+    assert n.best_share_gpu(700) == 0
+    assert n.take(NodeAllocation("n", gpu_milli=500)).gpu_milli_free == (1000, 100, 300)
+
+
+def test_take_clamps_at_zero_when_the_node_filled_up_meanwhile():
+    n = node("n", (0, 0), cpu=1000)
+    taken = n.take(NodeAllocation("n", gpus=2, cpu_milli=4000))
+    assert taken.whole_gpus_free == 0 and taken.cpu_milli_free == 0
+
+
+def test_give_back_never_exceeds_what_the_node_has():
+    n = node("n", (1000,), cpu=64_000)
+    assert n.give_back(NodeAllocation("n", cpu_milli=4000)).cpu_milli_free == 64_000
+
+
+@pytest.mark.parametrize(
+    ("free", "expected"),
+    [([8, 8], {1: 2, 2: 2, 4: 2, 8: 2}), ([4, 4], {1: 2, 2: 2, 4: 2, 8: 0}), ([0, 1, 2, 7], {1: 3, 2: 2, 4: 1, 8: 0})],
+)
+def test_histogram_counts_nodes_with_at_least_k_free(free, expected):
+    assert FreeGpuHistogram.of(free, 8).buckets() == expected
+
+
+def test_histogram_largest_free_on_one_node():
+    assert FreeGpuHistogram.of([4, 4], 8).largest_free_on_one_node == 4
+    assert FreeGpuHistogram.of([], 8).largest_free_on_one_node == 0
+
+
+def test_pool_take_is_copy_on_write():
+    pool = PoolCapacity.of([node("a", (1000,) * 8), node("b", (1000,) * 8)], 8)
+    after = pool.take([NodeAllocation("a", gpus=8)])
+    assert pool.whole_gpus_free == 16 and after.whole_gpus_free == 8
+    assert after.node("b") is pool.node("b")
+
+
+def test_allocation_on_unknown_node_changes_nothing():
+    pool = PoolCapacity.of([node("a", (1000,) * 8)], 8)
+    assert pool.take([NodeAllocation("gone", gpus=1)]) is pool
+
+
+def test_incremental_aggregates_equal_a_full_recount():
+    """Random takes and give-backs: every aggregate equals the one computed from scratch."""
+    rng = random.Random(7)
+    pool = PoolCapacity.of([node(f"n{i}", (1000,) * 8) for i in range(6)], 8)
+    held: list[NodeAllocation] = []
+    for _ in range(300):
+        if held and rng.random() < 0.4:
+            a = held.pop(rng.randrange(len(held)))
+            pool = pool.give_back([a])
+        else:
+            target = rng.choice(pool.nodes)
+            if rng.random() < 0.5:
+                a = NodeAllocation(target.name, gpus=rng.randint(1, 3), cpu_milli=rng.randint(0, 9000))
+            else:
+                a = NodeAllocation(target.name, gpu_milli=rng.choice([250, 500]), memory_mib=rng.randint(0, 9000))
+            if not target.fits(a.gpus, a.gpu_milli, a.cpu_milli, a.memory_mib):
+                continue
+            pool = pool.take([a])
+            held.append(a)
+        fresh = PoolCapacity.of(pool.nodes, 8)
+        for f in (
+            "whole_gpus_free",
+            "gpu_milli_free",
+            "largest_whole_free_on_node",
+            "largest_share_free",
+            "cpu_milli_free",
+            "memory_mib_free",
+            "largest_cpu_milli_free_on_node",
+            "largest_memory_mib_free_on_node",
+            "histogram",
+        ):
+            assert getattr(pool, f) == getattr(fresh, f), f
