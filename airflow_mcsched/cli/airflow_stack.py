@@ -182,6 +182,19 @@ class AirflowStack:
             body["dag_run_id"] = run_id
         return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", body, token=token)["dag_run_id"]
 
+    def scheduled_run(self, dag_id: str, timeout: float = 120.0) -> str:
+        """Unpause a scheduled DAG and return the run the scheduler creates for its latest interval
+        (a manual trigger on top of it would run the pipeline twice at once)."""
+        token = self.token()
+        self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token=token)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            runs = self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)["dag_runs"]
+            if runs:
+                return runs[0]["dag_run_id"]
+            time.sleep(1)
+        raise TimeoutError(f"the scheduler created no run of {dag_id} within {timeout:.0f}s")
+
     def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 300.0, on_poll=None) -> str:
         deadline = time.monotonic() + timeout
         token = self.token()

@@ -195,7 +195,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
             _step("Running the retraining pipeline (prepare -> train -> evaluate -> batch inference)")
             stack.wait_for_dag(DEMO_DAG)
-            run_id = stack.trigger(DEMO_DAG)
+            run_id = stack.scheduled_run(DEMO_DAG)
             seen: dict[str, str] = {}
 
             def progress(_run: dict) -> None:

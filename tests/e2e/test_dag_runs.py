@@ -26,17 +26,13 @@ def wait_for_placement(deployment, dag_id: str, states: set[str], timeout: float
     raise TimeoutError(f"no placement of {dag_id} in {states}: {placements(deployment, dag_id)}")
 
 
-def run_to_end(deployment, dag_id: str, timeout: float = 240) -> str:
-    stack = deployment.stack
-    stack.wait_for_dag(dag_id)
-    run_id = stack.trigger(dag_id)
-    assert stack.wait_for_run(dag_id, run_id, timeout=timeout) == "success", stack.task_states(dag_id, run_id)
-    return run_id
-
-
 @pytest.mark.slow
-def test_the_retraining_pipeline_places_each_step_where_the_policy_implies(deployment):
-    run_id = run_to_end(deployment, RETRAINING)
+def test_the_scheduled_retraining_pipeline_places_each_step_where_the_policy_implies(deployment):
+    stack = deployment.stack
+    stack.wait_for_dag(RETRAINING)
+    run_id = stack.scheduled_run(RETRAINING)  # the scheduler's own run of the weekly pipeline
+    assert run_id.startswith("scheduled__")
+    assert stack.wait_for_run(RETRAINING, run_id, timeout=240) == "success", stack.task_states(RETRAINING, run_id)
     by_task = {p["task"]["task_id"]: p for p in placements(deployment, RETRAINING, run_id)}
     assert set(by_task) == {"prepare_data", "train", "evaluate", "batch_inference"}
     assert all(p["state"] == "released" and p["ended_at"] and p["started_at"] for p in by_task.values())
