@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from heapq import heapify, heappop
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.demand import Demand
@@ -52,43 +53,31 @@ class HeadReservation:
         )
 
 
-def _start_on(ctx: RequestContext, pool: PoolView) -> tuple[datetime, PoolCapacity] | None:
-    """Earliest time the request fits on `pool` as running work ends, and the pool at that time."""
-    now = ctx.now
-    releases = sorted(ctx.cycle.running_in(pool.key), key=lambda r: (max(r.expected_end, now), r.id))
-    if not releases:
-        return None
-    capacity = ctx.cycle.overlay.capacity(pool)
-
-    def after(k: int) -> PoolCapacity:
-        return capacity.give_back(a for r in releases[:k] for a in r.pods)
-
-    if choose_nodes(after(len(releases)), ctx.demand) is None:
-        return None
-    lo, hi = 1, len(releases)  # fit is monotone in k: ends only ever free capacity
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if choose_nodes(after(mid), ctx.demand) is None:
-            lo = mid + 1
-        else:
-            hi = mid
-    start = max(releases[lo - 1].expected_end, now)
-    while lo < len(releases) and max(releases[lo].expected_end, now) <= start:
-        lo += 1  # everything ending by then has ended
-    return start, after(lo)
-
-
 def hold_for_head(ctx: RequestContext, pools: Iterable[PoolView]) -> HeadReservation | None:
-    """The earliest start over the pools where only capacity stands in the way (ties: fleet order)."""
-    best: tuple[datetime, int, PoolView, PoolCapacity] | None = None
-    for pool in pools:
-        found = _start_on(ctx, pool)
-        if found is None:
-            continue
-        start, future = found
-        if best is None or (start, pool.ordinal) < best[:2]:
-            best = (start, pool.ordinal, pool, future)
-    if best is None:
-        return None
-    start, _, pool, future = best
-    return HeadReservation(ctx.request.id, pool, start, ctx.demand, future)
+    """The earliest start over the pools where only capacity stands in the way (ties: fleet order).
+
+    Running work in those pools is replayed in order of its expected end, all pools at once, and the
+    replay stops at the first end after which the request fits somewhere: the cost is the ends
+    before the head's start, not all the work that runs.
+    """
+    now = ctx.now
+    by_ordinal = {p.ordinal: p for p in pools}
+    releases = [
+        (max(r.expected_end, now), ordinal, r.id, r)
+        for ordinal, pool in by_ordinal.items()
+        for r in ctx.cycle.running_in(pool.key)
+    ]
+    heapify(releases)
+    capacity = {ordinal: ctx.cycle.overlay.capacity(pool) for ordinal, pool in by_ordinal.items()}
+    while releases:
+        at = releases[0][0]
+        freed: dict[int, list[NodeAllocation]] = {}
+        while releases and releases[0][0] == at:
+            _, ordinal, _, r = heappop(releases)
+            freed.setdefault(ordinal, []).extend(r.pods)
+        for ordinal in sorted(freed):
+            capacity[ordinal] = capacity[ordinal].give_back(freed[ordinal])
+        for ordinal in sorted(freed):
+            if choose_nodes(capacity[ordinal], ctx.demand) is not None:
+                return HeadReservation(ctx.request.id, by_ordinal[ordinal], at, ctx.demand, capacity[ordinal])
+    return None

@@ -37,18 +37,18 @@ def _best_node(nodes: Sequence[NodeCapacity], demand: Demand) -> int | None:
 
 
 def choose_nodes(capacity: PoolCapacity, demand: Demand) -> tuple[NodeAllocation, ...] | None:
-    """One allocation per pod of the gang, all placed at once, or None when the gang does not fit."""
+    """One allocation per pod of the gang (with the GPUs it holds), all placed at once, or None."""
     nodes: Sequence[NodeCapacity] = capacity.nodes
     if demand.pods == 1:
         i = _best_node(nodes, demand)
-        return None if i is None else (demand.on(nodes[i].name),)
+        return None if i is None else (nodes[i].assign(demand.on(nodes[i].name)),)
     working = list(nodes)
     placed = []
     for _ in range(demand.pods):
         i = _best_node(working, demand)
         if i is None:
             return None
-        allocation = demand.on(working[i].name)
+        allocation = working[i].assign(demand.on(working[i].name))
         working[i] = working[i].take(allocation)
         placed.append(allocation)
     return tuple(placed)

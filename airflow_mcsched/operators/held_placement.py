@@ -78,7 +78,7 @@ class LeaseKeeper:
             if placement.state is PlacementState.PREEMPTED:
                 self.preempted_reason = placement.end_reason or "preempted"
                 self.log.warning(
-                    "Placement %s was preempted: %s; stopping the pod", placement.id, self.preempted_reason
+                    "Placement %s was preempted: %s; stopping its pod", placement.id, self.preempted_reason
                 )
                 self.on_preempted(self.preempted_reason)
                 return

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 TEAMS = 5
@@ -111,6 +111,4 @@ def compress_arrivals(jobs: list[TraceJob], load: float) -> list[TraceJob]:
     if not jobs or load == 1:
         return jobs
     first = jobs[0].arrival
-    from dataclasses import replace
-
     return [replace(j, arrival=first + (j.arrival - first) / load) for j in jobs]

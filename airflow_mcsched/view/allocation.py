@@ -10,7 +10,8 @@ class NodeAllocation:
     """One pod's share of one node: whole GPUs, or a share of one GPU, plus CPU and memory.
 
     `gpu_milli` is a share of a single GPU (1..999, time slicing / MPS); a pod asks either whole
-    GPUs or one share, never both.
+    GPUs or one share, never both. `gpu_indices` names the GPUs it holds (set by the node chooser)
+    so that giving them back is exact; without them, capacity is matched by amount.
     """
 
     node: str
@@ -18,6 +19,7 @@ class NodeAllocation:
     gpu_milli: int = 0
     cpu_milli: int = 0
     memory_mib: int = 0
+    gpu_indices: tuple[int, ...] = ()
 
     @property
     def gpu_equivalent(self) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
 from airflow_mcsched.view.allocation import NodeAllocation
@@ -74,26 +74,49 @@ class NodeCapacity:
                 best, best_free = i, m
         return best
 
-    def take(self, a: NodeAllocation) -> NodeCapacity:
-        """Capacity left after placing `a`; clamps at zero when the node no longer has it all.
-
-        Clamping matters for reservations granted earlier whose node has since filled up: the
-        reservation still holds what is there, and nothing goes negative.
-        """
-        free = list(self.gpu_milli_free)
-        need = a.gpus
-        for i, m in enumerate(free):
-            if need == 0:
-                break
-            if m >= MILLI_PER_GPU:
-                free[i] = 0
-                need -= 1
+    def assign(self, a: NodeAllocation) -> NodeAllocation:
+        """`a` with the GPUs it would hold here: the first whole free GPUs, or the best-fit GPU for a share."""
+        if a.gpus:
+            whole = tuple(i for i, m in enumerate(self.gpu_milli_free) if m >= MILLI_PER_GPU)[: a.gpus]
+            return replace(a, gpu_indices=whole)
         if a.gpu_milli:
             i = self.best_share_gpu(a.gpu_milli)
-            if i is None and free:
-                i = max(range(len(free)), key=free.__getitem__)
-            if i is not None:
-                free[i] = max(0, free[i] - a.gpu_milli)
+            return replace(a, gpu_indices=() if i is None else (i,))
+        return a
+
+    def _holds(self, a: NodeAllocation) -> bool:
+        """Are `a`'s named GPUs free enough here to be taken as named?"""
+        free = self.gpu_milli_free
+        if not a.gpu_indices or any(i >= len(free) for i in a.gpu_indices):
+            return False
+        if a.gpus:
+            return len(a.gpu_indices) == a.gpus and all(free[i] >= MILLI_PER_GPU for i in a.gpu_indices)
+        return len(a.gpu_indices) == 1 and free[a.gpu_indices[0]] >= a.gpu_milli
+
+    def take(self, a: NodeAllocation) -> NodeCapacity:
+        """Capacity left after placing `a`, on its named GPUs when they are free, else matched by amount.
+
+        Takes what is there when the node no longer has it all (a reservation granted earlier whose
+        node has filled up since): nothing goes negative.
+        """
+        free = list(self.gpu_milli_free)
+        if self._holds(a):
+            for i in a.gpu_indices:
+                free[i] -= a.gpu_milli if a.gpu_milli else MILLI_PER_GPU
+        else:
+            need = a.gpus
+            for i, m in enumerate(free):
+                if need == 0:
+                    break
+                if m >= MILLI_PER_GPU:
+                    free[i] = 0
+                    need -= 1
+            if a.gpu_milli:
+                i = self.best_share_gpu(a.gpu_milli)
+                if i is None and free:
+                    i = max(range(len(free)), key=free.__getitem__)
+                if i is not None:
+                    free[i] = max(0, free[i] - a.gpu_milli)
         return NodeCapacity.of(
             self.name,
             tuple(free),
@@ -104,22 +127,28 @@ class NodeCapacity:
         )
 
     def give_back(self, a: NodeAllocation) -> NodeCapacity:
-        """Capacity after `a` ends; a share returns to the fullest GPU it fits back on (never above whole)."""
+        """Capacity after `a` ends: to its named GPUs, else whole GPUs to empty ones and a share to the
+        fullest GPU it fits back on; never above a whole GPU."""
         free = list(self.gpu_milli_free)
-        need = a.gpus
-        for i, m in enumerate(free):
-            if need == 0:
-                break
-            if m == 0:
-                free[i] = MILLI_PER_GPU
-                need -= 1
-        if a.gpu_milli:
-            target = None
+        back = a.gpu_milli if a.gpu_milli else MILLI_PER_GPU
+        if a.gpu_indices and all(i < len(free) for i in a.gpu_indices):
+            for i in a.gpu_indices:
+                free[i] = min(MILLI_PER_GPU, free[i] + back)
+        else:
+            need = a.gpus
             for i, m in enumerate(free):
-                if m < MILLI_PER_GPU and m + a.gpu_milli <= MILLI_PER_GPU and (target is None or m < free[target]):
-                    target = i
-            if target is not None:
-                free[target] += a.gpu_milli
+                if need == 0:
+                    break
+                if m == 0:
+                    free[i] = MILLI_PER_GPU
+                    need -= 1
+            if a.gpu_milli:
+                target = None
+                for i, m in enumerate(free):
+                    if m < MILLI_PER_GPU and m + a.gpu_milli <= MILLI_PER_GPU and (target is None or m < free[target]):
+                        target = i
+                if target is not None:
+                    free[target] += a.gpu_milli
         return NodeCapacity.of(
             self.name,
             tuple(free),

@@ -29,16 +29,17 @@ def gpu_nodes_cordoned(fleet) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("break_cluster", "fault"),
+    ("break_cluster", "fault", "mode"),
     [
-        (api_answers_503, "ClusterApiUnavailable"),
-        (api_refuses_connections, "ClusterApiUnavailable"),
-        (gpu_nodes_cordoned, "PodNotScheduled"),
+        (api_answers_503, "ClusterApiUnavailable", "sync"),
+        (api_refuses_connections, "ClusterApiUnavailable", "sync"),
+        (gpu_nodes_cordoned, "PodNotScheduled", "sync"),
+        (gpu_nodes_cordoned, "PodNotScheduled", "deferrable"),  # noticed by KPO's trigger, failed over on resume
     ],
-    ids=["api-503", "connection-refused", "never-scheduled"],
+    ids=["api-503", "connection-refused", "never-scheduled", "never-scheduled-deferrable"],
 )
-def test_a_broken_cluster_moves_the_step_to_another_and_the_run_succeeds(placement_fleet, break_cluster, fault):
-    dag_id = f"mcsched_failover_{break_cluster.__name__}"
+def test_a_broken_cluster_moves_the_step_to_another_and_the_run_succeeds(placement_fleet, break_cluster, fault, mode):
+    dag_id = f"mcsched_failover_{break_cluster.__name__}_{mode}"
     break_cluster(placement_fleet.fleet)
 
     run = placement_fleet.run("mcsched_train_step.py", dag_id)

@@ -98,3 +98,19 @@ def test_incremental_aggregates_equal_a_full_recount():
             "histogram",
         ):
             assert getattr(pool, f) == getattr(fresh, f), f
+
+
+def test_named_gpus_come_back_exactly_whatever_the_order_of_ends():
+    """Whole GPUs and shares ending in any order leave the node as it was (no lost fragments)."""
+    from airflow_mcsched.decision import choose_nodes
+    from airflow_mcsched.decision.demand import Demand
+
+    pool = PoolCapacity.of([node("n", (1000,) * 4)], 4)
+    held = []
+    for gpus, milli in [(0, 500), (0, 500), (2, 0), (0, 300), (0, 700)]:
+        (a,) = choose_nodes(pool, Demand(pods=1, gpus=gpus, gpu_milli=milli, cpu_milli=1000, memory_mib=1))
+        pool = pool.take([a])
+        held.append(a)
+    for a in [held[2], held[0], held[4], held[3], held[1]]:
+        pool = pool.give_back([a])
+    assert pool.node("n").gpu_milli_free == (1000,) * 4

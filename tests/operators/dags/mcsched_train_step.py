@@ -2,6 +2,7 @@
 
 Failover tests break the first cluster the policy picks (onprem-a100) after its capacity was read,
 so the launch there fails and the step must move to the other cluster that fits (cloud-h100).
+A DAG id containing "deferrable" runs the step deferrable.
 """
 
 from __future__ import annotations
@@ -36,4 +37,6 @@ with DAG(
         schedule_timeout_seconds=2,
         startup_check_interval_seconds=1,
         cluster_probe_timeout=3,
+        deferrable="deferrable" in Path(__file__).stem,
+        poll_interval=0.5,
     )

@@ -1,0 +1,65 @@
+"""What a replay is judged by: queueing delay, GPU allocation, cost, and what could not be placed."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from airflow_mcsched.replay.simulator import ReplayRun
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySummary:
+    """Delays in seconds. Allocation = mean allocated GPUs / fleet GPUs while the trace arrives (first to
+    last arrival: the window `--load` compresses; the months-long tail of a few jobs is left out)."""
+
+    policy: str
+    jobs: int
+    mean_wait: float
+    p50_wait: float
+    p95_wait: float
+    max_wait: float
+    gpu_allocation: float
+    total_cost: float
+    unplaceable: int
+    preemptions: int
+    makespan_hours: float
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+def summarise(run: ReplayRun) -> ReplaySummary:
+    waits = sorted(r.wait for r in run.runs)
+    span = max(run.last_end - run.first_arrival, 1e-9)
+    arriving = max(run.last_arrival - run.first_arrival, 1e-9)
+    return ReplaySummary(
+        policy=run.policy,
+        jobs=len(run.runs),
+        mean_wait=statistics.fmean(waits) if waits else 0.0,
+        p50_wait=_percentile(waits, 0.5),
+        p95_wait=_percentile(waits, 0.95),
+        max_wait=waits[-1] if waits else 0.0,
+        gpu_allocation=run.gpu_seconds / (arriving * run.total_gpus) if run.total_gpus else 0.0,
+        total_cost=sum(r.cost for r in run.runs),
+        unplaceable=len(run.unplaceable),
+        preemptions=run.preemptions,
+        makespan_hours=span / 3600,
+    )
+
+
+def average(summaries: Sequence[ReplaySummary]) -> ReplaySummary:
+    """Mean of several seeds' summaries (numbers averaged, the policy name kept)."""
+    first = summaries[0]
+    numbers = {k: statistics.fmean(getattr(s, k) for s in summaries) for k in first.as_dict() if k != "policy"}
+    for k in ("jobs", "unplaceable", "preemptions"):
+        numbers[k] = round(numbers[k])
+    return ReplaySummary(policy=first.policy, **numbers)
