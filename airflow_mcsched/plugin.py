@@ -12,6 +12,8 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_mcsched.operators.links import PlacementLink
+
 
 def _serving_api() -> bool:
     return sys.argv[1:2] == ["api-server"] or os.environ.get("MCSCHED_SERVE_APP") == "1"
@@ -28,4 +30,4 @@ def _fastapi_apps() -> list[dict[str, Any]]:
 class MultiClusterSchedulingPlugin(AirflowPlugin):
     name = "mcsched"
     fastapi_apps = _fastapi_apps()
-    operator_extra_links = [__import__("airflow_mcsched.operators.links", fromlist=["PlacementLink"]).PlacementLink()]
+    operator_extra_links = [PlacementLink()]

@@ -14,5 +14,6 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Places Kubernetes pods of DAG tasks on the best cluster of a GPU fleet.",
         "versions": [__version__],
         "connection-types": [],
+        "extra-links": ["airflow_mcsched.operators.links.PlacementLink"],
         "db-managers": ["airflow_mcsched.service.db_manager.McschedDBManager"],
     }

@@ -54,15 +54,12 @@ def _summary(url: str, token: str) -> dict[str, Any] | None:
         return None
 
 
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
-
-
 def _print_clusters(records: list[Any]) -> None:
+    from airflow_mcsched.cli.table import render_table
     from airflow_mcsched.virtual.state_file import server_alive
 
-    rows = [["CLUSTER", "ADDRESS", "PID", "STATE", "NODES", "GPUS FREE", "PODS RUNNING", "PENDING", "CONNECTION"]]
+    headers = ["CLUSTER", "ADDRESS", "PID", "STATE", "NODES", "GPUS FREE", "PODS RUNNING", "PENDING", "CONNECTION"]
+    rows: list[list[str]] = []
     for r in records:
         summary = _summary(r.url, r.token) if server_alive(r.pid) else None
         if summary is None:
@@ -77,7 +74,7 @@ def _print_clusters(records: list[Any]) -> None:
                 str(pods.get("Pending", 0)), r.conn_id,
             ]
         )  # fmt: skip
-    print(_table(rows))
+    print(render_table(headers, rows))
 
 
 def _up(args: argparse.Namespace) -> int:
