@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 DAGS = textwrap.dedent(
-    '''
+    """
     from datetime import datetime
     from airflow.sdk import DAG
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
@@ -36,7 +36,7 @@ DAGS = textwrap.dedent(
     with DAG("bench_placed", start_date=datetime(2026, 1, 1), schedule=None, tags=["team:bench"]) as placed:
         MultiClusterPodOperator(task_id="step", name="placed", kind="training", gpus=1,
                                 gpu_types=["NVIDIA-A100-SXM4-80GB"], placement_poll_interval=0.5, **POD)
-    '''
+    """
 )
 
 

@@ -38,7 +38,8 @@ def main() -> None:
     print(" ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)))
     for name in policy_names(args.policy):
         start = time.process_time()
-        (s,) = compare(fleet, jobs, [name])
+        (seeded,) = compare(fleet, jobs, [name])
+        s = seeded.median
         took = time.process_time() - start
         print(
             f"{name:>12} {took:>7.1f} {s.mean_wait:>10.0f} {s.p95_wait:>9.0f} {s.max_wait:>9.0f} "

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
-HEALTH_KEYS = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+# what /api/v2/monitor/health reports for each component
+HEALTH_KEYS = {
+    "api-server": "metadatabase",
+    "scheduler": "scheduler",
+    "triggerer": "triggerer",
+    "dag-processor": "dag_processor",
+}
 
 
 def free_port() -> int:
@@ -33,7 +39,8 @@ def free_port() -> int:
 
 @dataclass
 class AirflowStack:
-    """Start with `start()`, stop with `stop()` (or use as a context manager)."""
+    """Start with `start()`, stop with `stop()` (or use as a context manager). `components` may name
+    a subset (the UI tests need only the API server)."""
 
     home: Path
     sql_alchemy_conn: str
@@ -43,6 +50,7 @@ class AirflowStack:
     admin_password: str = "admin"
     parallelism: int = 4
     port: int = field(default_factory=free_port)
+    components: tuple[str, ...] = COMPONENTS
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -89,7 +97,7 @@ class AirflowStack:
         airflow = str(Path(sys.executable).with_name("airflow"))
         env = self.env()
         subprocess.run([airflow, "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL)
-        for name in COMPONENTS:
+        for name in self.components:
             args = [airflow, name] + (["-p", str(self.port), "-H", "127.0.0.1"] if name == "api-server" else [])
             with open(logs / f"{name}.log", "ab") as out:
                 self.processes[name] = subprocess.Popen(
@@ -116,7 +124,8 @@ class AirflowStack:
             if dead:
                 raise RuntimeError(f"Airflow {dead} exited; see {self.home / 'logs' / 'components'}")
             h = self.health()
-            if h and all((h.get(k) or {}).get("status") == "healthy" for k in HEALTH_KEYS):
+            keys = [HEALTH_KEYS[c] for c in self.components]
+            if h and all((h.get(k) or {}).get("status") == "healthy" for k in keys):
                 return
             time.sleep(1)
         raise TimeoutError(f"Airflow did not become healthy in {timeout:.0f}s: {self.health()}")

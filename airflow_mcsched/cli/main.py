@@ -11,7 +11,10 @@ COMMAND_MODULES = [
     "airflow_mcsched.cli.virtual_clusters",
     "airflow_mcsched.cli.clusters",
     "airflow_mcsched.cli.sync",
+    "airflow_mcsched.cli.report",
+    "airflow_mcsched.cli.reclaim",
     "airflow_mcsched.cli.demo",
+    "airflow_mcsched.cli.replay",
 ]
 
 

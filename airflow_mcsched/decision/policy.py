@@ -105,6 +105,9 @@ class Policy(_Strict):
     )
     default_duration_hours: dict[WorkKind, float] = Field(default_factory=lambda: dict(DEFAULT_DURATION_HOURS))
     lease_seconds: float = Field(default=900, gt=0, description="how long a grant holds before its pod shows")
+    idle_reservation_seconds: float | None = Field(
+        default=1800, gt=0, description="a grant whose pod never started is reclaimed after this long; None = never"
+    )
     max_observation_age_seconds: float = Field(default=300, gt=0, description="older capacity reads are stale")
     fast_storage_gbps: float = Field(default=10.0, gt=0, description="'needs_fast_storage' means at least this")
     max_staging_seconds: float | None = Field(default=None, gt=0, description="bound on data staging; None = any")
@@ -151,6 +154,10 @@ class Policy(_Strict):
     @property
     def lease(self) -> timedelta:
         return timedelta(seconds=self.lease_seconds)
+
+    @property
+    def idle_reservation(self) -> timedelta | None:
+        return None if self.idle_reservation_seconds is None else timedelta(seconds=self.idle_reservation_seconds)
 
     @property
     def max_observation_age(self) -> timedelta:

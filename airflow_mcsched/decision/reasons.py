@@ -42,6 +42,7 @@ class Reason(StrEnum):
     PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
     RECLAIMED_BY_LENDER = "ReclaimedByLender"
     LEASE_EXPIRED = "LeaseExpired"
+    IDLE_RESERVATION = "IdleReservation"
 
 
 CAPACITY_REASONS = frozenset(

@@ -75,6 +75,7 @@ class _Call:
     path: str
     body: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
+    text: bool = False  # the answer is text (a CSV export), not JSON
 
 
 class PlacementHook:
@@ -133,6 +134,11 @@ class PlacementHook:
         params = {k: v for k, v in filters.items() if v is not None}
         return PlacementList.model_validate(self._run(_Call("GET", "/api/v1/placements", params=params)))
 
+    def cost_csv(self, **params: Any) -> str:
+        """The cost report as CSV (`GET /api/v1/reports/cost?format=csv`); params as the endpoint takes them."""
+        query = {k: v for k, v in params.items() if v is not None} | {"format": "csv"}
+        return self._run(_Call("GET", "/api/v1/reports/cost", params=query, text=True))
+
     async def aget(self, placement_id: str) -> PlacementOut:
         """`get` for triggers, without blocking the triggerer's event loop."""
         return PlacementOut.model_validate(await self._arun(_Call("GET", f"/api/v1/placements/{placement_id}")))
@@ -154,7 +160,7 @@ class PlacementHook:
         """(done, value): a JSON body when done; raises for a refusal; (False, why) to retry."""
         url = self.base_url + call.path
         if response is not None and response.status_code < 400:
-            return True, response.json()
+            return True, response.text if call.text else response.json()
         if response is not None and response.status_code not in RETRY_STATUS:
             try:
                 detail = response.json().get("detail", response.text)

@@ -1,16 +1,19 @@
-"""Run several policies over one trace and fleet, seeds averaged where a policy draws at random."""
+"""Run several policies over one trace and fleet, repeated over seeds; medians and spread per policy.
+
+Seed s jitters the arrivals (seed 0 keeps them as the trace has them) and seeds the policies that
+draw at random, so every policy sees the same arrivals in the same run.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from airflow_mcsched.replay.fleet import ReplayFleet, pooled
-from airflow_mcsched.replay.metrics import ReplaySummary, average, summarise
+from airflow_mcsched.replay.metrics import SeededSummary, over_seeds, summarise
 from airflow_mcsched.replay.openb import TraceJob
-from airflow_mcsched.replay.policies import PLACERS, RandomCluster
+from airflow_mcsched.replay.policies import PLACERS
 from airflow_mcsched.replay.simulator import replay
-
-RANDOMISED = frozenset({RandomCluster.name})
+from airflow_mcsched.replay.variants import jittered
 
 
 def policy_names(spec: str) -> list[str]:
@@ -24,10 +27,12 @@ def policy_names(spec: str) -> list[str]:
 
 def compare(
     fleet: ReplayFleet, jobs: Sequence[TraceJob], policies: Sequence[str], seeds: int = 1
-) -> list[ReplaySummary]:
+) -> list[SeededSummary]:
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    arrivals = [jittered(jobs, s) for s in range(seeds)]
     out = []
     for name in policies:
-        runs = range(seeds if name in RANDOMISED else 1)
         on = pooled(fleet) if name == "pooled" else fleet
-        out.append(average([summarise(replay(on, jobs, PLACERS[name](seed=s))) for s in runs]))
+        out.append(over_seeds([summarise(replay(on, arrivals[s], PLACERS[name](seed=s))) for s in range(seeds)]))
     return out

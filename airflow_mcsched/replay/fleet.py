@@ -17,7 +17,8 @@ from pathlib import Path
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
 from airflow_mcsched.access.fleet_file import load_fleet_file
 from airflow_mcsched.access.profiles import ClusterKind, ClusterProfile, NodePool
-from airflow_mcsched.replay.openb import TraceNode, read_nodes
+from airflow_mcsched.replay.datasets import Staging, staging_for, with_data_homes
+from airflow_mcsched.replay.openb import TraceJob, TraceNode, read_nodes
 from airflow_mcsched.view.node_capacity import NodeCapacity
 
 # GPU memory per model; G2/G3 are undisclosed (priced as A10 / A100 class in the reference fleet).
@@ -38,6 +39,14 @@ class ReplayFleet:
         if set(STATIC_HOMES) <= set(names):
             return STATIC_HOMES[team % len(STATIC_HOMES)]
         return names[team % len(names)]
+
+    def with_data_homes(self) -> ReplayFleet:
+        """The same fleet with each team's dataset on its home cluster (replay/datasets.py)."""
+        return ReplayFleet(with_data_homes(self.profiles, self.home_of), self.nodes)
+
+    def staging(self, job: TraceJob, cluster: str) -> Staging:
+        """What starting `job` on `cluster` costs in data movement (nothing at its data's home)."""
+        return staging_for({p.name: p for p in self.profiles}, job.dataset, job.data_gib, cluster)
 
     @property
     def total_gpus(self) -> int:
@@ -91,7 +100,7 @@ def fleet_from_split(split_csv: str | Path, node_csv: str | Path, scale: float |
         profiles.append(ClusterProfile(name=cluster, kind=kind, node_pools=pools))
     if not profiles:
         raise ValueError(f"{split_csv}: no nodes selected")
-    return ReplayFleet(tuple(profiles), shapes)
+    return ReplayFleet(tuple(profiles), shapes).with_data_homes()
 
 
 def fleet_from_yaml(path: str | Path) -> ReplayFleet:
@@ -107,7 +116,7 @@ def fleet_from_yaml(path: str | Path) -> ReplayFleet:
         for c in spec.clusters
         for p in c.node_pools
     }
-    return ReplayFleet(tuple(spec.clusters), shapes)
+    return ReplayFleet(tuple(spec.clusters), shapes).with_data_homes()
 
 
 def load_fleet(path: str | Path, node_csv: str | Path | None, scale: float | None) -> ReplayFleet:
@@ -119,11 +128,11 @@ def load_fleet(path: str | Path, node_csv: str | Path | None, scale: float | Non
 
 
 def pooled(fleet: ReplayFleet) -> ReplayFleet:
-    """The `pooled` bound: one cluster holding every node pool of the fleet (names prefixed by cluster)."""
+    """The `pooled` reference: one cluster holding every node pool (names prefixed by cluster) and all data."""
     pools, shapes = [], {}
     for c in fleet.profiles:
         for p in c.node_pools:
             name = f"{c.name}-{p.name}"[:63].rstrip("-")
             pools.append(p.model_copy(update={"name": name}))
             shapes[("pooled", name)] = fleet.nodes[(c.name, p.name)]
-    return ReplayFleet((ClusterProfile(name="pooled", node_pools=pools),), shapes)
+    return ReplayFleet((ClusterProfile(name="pooled", node_pools=pools),), shapes).with_data_homes()

@@ -20,8 +20,13 @@ class ReplaySummary:
     p50_wait: float
     p95_wait: float
     max_wait: float
+    max_wait_multi_gpu: float
+    """Longest wait of a pod asking 2 or more GPUs: are large jobs starved?"""
     gpu_allocation: float
     total_cost: float
+    """GPU-hours at the pool's price (staging time included) plus egress."""
+    egress_cost: float
+    data_moved_gib: float
     unplaceable: int
     preemptions: int
     makespan_hours: float
@@ -48,18 +53,48 @@ def summarise(run: ReplayRun) -> ReplaySummary:
         p50_wait=_percentile(waits, 0.5),
         p95_wait=_percentile(waits, 0.95),
         max_wait=waits[-1] if waits else 0.0,
+        max_wait_multi_gpu=max((r.wait for r in run.runs if r.job.gpus >= 2), default=0.0),
         gpu_allocation=run.gpu_seconds / (arriving * run.total_gpus) if run.total_gpus else 0.0,
         total_cost=sum(r.cost for r in run.runs),
+        egress_cost=sum(r.staging.egress_dollars for r in run.runs),
+        data_moved_gib=sum(r.staging.gib for r in run.runs),
         unplaceable=len(run.unplaceable),
         preemptions=run.preemptions,
         makespan_hours=span / 3600,
     )
 
 
-def average(summaries: Sequence[ReplaySummary]) -> ReplaySummary:
-    """Mean of several seeds' summaries (numbers averaged, the policy name kept)."""
+INTEGER_FIELDS = ("jobs", "unplaceable", "preemptions")
+
+
+def _combine(summaries: Sequence[ReplaySummary], how) -> ReplaySummary:
     first = summaries[0]
-    numbers = {k: statistics.fmean(getattr(s, k) for s in summaries) for k in first.as_dict() if k != "policy"}
-    for k in ("jobs", "unplaceable", "preemptions"):
+    numbers = {k: how([getattr(s, k) for s in summaries]) for k in first.as_dict() if k != "policy"}
+    for k in INTEGER_FIELDS:
         numbers[k] = round(numbers[k])
     return ReplaySummary(policy=first.policy, **numbers)
+
+
+def median(summaries: Sequence[ReplaySummary]) -> ReplaySummary:
+    """Per figure, the median over seeds (each figure on its own: not one seed's whole row)."""
+    return _combine(summaries, statistics.median)
+
+
+@dataclass(frozen=True, slots=True)
+class SeededSummary:
+    """A policy's median over seeds, with the spread (min, max) of the figures a reader compares."""
+
+    median: ReplaySummary
+    seeds: int
+    spread: dict[str, tuple[float, float]]
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.median.as_dict(), "seeds": self.seeds, "spread": {k: list(v) for k, v in self.spread.items()}}
+
+
+SPREAD_FIELDS = ("mean_wait", "p95_wait", "max_wait", "max_wait_multi_gpu", "total_cost")
+
+
+def over_seeds(summaries: Sequence[ReplaySummary]) -> SeededSummary:
+    spread = {k: (min(getattr(s, k) for s in summaries), max(getattr(s, k) for s in summaries)) for k in SPREAD_FIELDS}
+    return SeededSummary(median(summaries), len(summaries), spread)

@@ -2,7 +2,8 @@
 
 Pods: name, cpu_milli, memory_mib, num_gpu, gpu_milli (share of one GPU, 1000 = whole), gpu_spec
 ('|'-separated GPU types, empty = any), qos, pod_phase, creation_time, deletion_time,
-scheduled_time (seconds). A job arrives at creation_time and runs deletion_time - scheduled_time.
+scheduled_time (seconds); gpu_spec, qos and pod_phase may be missing (then: any type, LS). A job
+arrives at creation_time and runs deletion_time - scheduled_time.
 Pods never scheduled in the trace (no scheduled_time) have no known run time and are left out.
 """
 
@@ -11,11 +12,11 @@ from __future__ import annotations
 import csv
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-TEAMS = 5
-"""Teams, as the reference fleet's README says: crc32(pod name) mod 5."""
+from airflow_mcsched.decision.demand import Demand
+from airflow_mcsched.replay.datasets import TEAMS, dataset_gib, dataset_of
 
 INTERRUPTIBLE_QOS = frozenset({"BE"})
 """Best-effort pods may be stopped; everything else (LS, Burstable, Guaranteed) must not be."""
@@ -44,6 +45,22 @@ class TraceJob:
     gpu_types: tuple[str, ...]
     qos: str
     team: int
+    dataset: str = ""
+    data_gib: float = 0.0
+    """GiB of `dataset` the job reads first (seeded: replay/datasets.py)."""
+    demand: Demand = field(init=False, repr=False, compare=False)
+    """The pod's shape in capacity units, computed once: a replay asks for it millions of times."""
+
+    def __post_init__(self) -> None:
+        share = 0 < self.gpu_milli < 1000 and self.gpus <= 1
+        demand = Demand(
+            pods=1,
+            gpus=0 if share else self.gpus,
+            gpu_milli=self.gpu_milli if share else 0,
+            cpu_milli=self.cpu_milli,
+            memory_mib=self.memory_mib,
+        )
+        object.__setattr__(self, "demand", demand)
 
     @property
     def interruptible(self) -> bool:
@@ -93,9 +110,11 @@ def read_jobs(path: str | Path) -> tuple[list[TraceJob], int]:
                     memory_mib=int(r["memory_mib"]),
                     gpus=int(r["num_gpu"]),
                     gpu_milli=int(r["gpu_milli"]) if int(r["num_gpu"]) else 0,
-                    gpu_types=tuple(t for t in r["gpu_spec"].split("|") if t),
-                    qos=r["qos"],
-                    team=team_of(r["name"]),
+                    gpu_types=tuple(t for t in (r.get("gpu_spec") or "").split("|") if t),
+                    qos=r.get("qos") or "LS",
+                    team=(team := team_of(r["name"])),
+                    dataset=dataset_of(team),
+                    data_gib=dataset_gib(r["name"], needs_gpu=int(r["num_gpu"]) > 0),
                 )
             )
     except (KeyError, ValueError) as err:

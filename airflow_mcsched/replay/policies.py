@@ -23,11 +23,13 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from functools import cached_property
 from typing import ClassVar
 
 from airflow_mcsched.access.profiles import WorkKind
 from airflow_mcsched.decision import Outcome, PlacementRequest, Policy, Reservation, choose_nodes, decide
 from airflow_mcsched.decision.demand import Demand
+from airflow_mcsched.decision.request import DataLocation
 from airflow_mcsched.replay.fleet_state import FleetState, at
 from airflow_mcsched.replay.openb import TraceJob
 from airflow_mcsched.view.allocation import NodeAllocation
@@ -39,17 +41,6 @@ REPLAY_POLICY = Policy(
     preemption=False,  # baselines never preempt; neither does the engine here, for a fair comparison
     runners_up=0,  # nobody reads explanations in a replay
 )
-
-
-def demand_of(job: TraceJob) -> Demand:
-    share = 0 < job.gpu_milli < 1000 and job.gpus <= 1
-    return Demand(
-        pods=1,
-        gpus=0 if share else job.gpus,
-        gpu_milli=job.gpu_milli if share else 0,
-        cpu_milli=job.cpu_milli,
-        memory_mib=job.memory_mib,
-    )
 
 
 def accepts(pool: PoolView, job: TraceJob, demand: Demand) -> bool:
@@ -71,7 +62,11 @@ def may_fit(capacity: PoolCapacity, demand: Demand) -> bool:
     )
 
 
-def reservation_for(job: TraceJob, pool: PoolView, pods: tuple[NodeAllocation, ...], now: float) -> Reservation:
+def reservation_for(
+    fleet: FleetState, job: TraceJob, pool: PoolView, pods: tuple[NodeAllocation, ...], now: float
+) -> Reservation:
+    """The running job as the engine sees it: it ends after its data is staged and its trace run time."""
+    end = now + fleet.fleet.staging(job, pool.cluster).seconds + job.duration
     return Reservation(
         id=f"rsv-{job.name}",
         request_id=job.name,
@@ -83,8 +78,8 @@ def reservation_for(job: TraceJob, pool: PoolView, pods: tuple[NodeAllocation, .
         interruptible=job.interruptible,
         price_per_gpu_hour=pool.price_for(job.interruptible),
         granted_at=at(now),
-        expires_at=at(now + job.duration + 3600),
-        expected_end=at(now + job.duration),
+        expires_at=at(end + 3600),
+        expected_end=at(end),
         gpu_type=pool.gpu_type,
         priority_class="low" if job.interruptible else "normal",
     )
@@ -111,29 +106,40 @@ class RuleBasedPlacer(Placer):
         started = []
         # Capacity only shrinks while one cycle places jobs: a shape that fitted none of its pools
         # will fit none of them for the rest of the cycle (whatever order the rule tries them in).
-        hopeless: set[tuple[Demand, tuple[int, ...]]] = set()
+        # Jobs of one shape share the pools they may use, so a long queue costs one look per shape.
+        hopeless: set[tuple] = set()
+        eligible = self._eligible
         for job in pending:
-            demand = demand_of(job)
-            pools = [p for p in fleet.pools if accepts(p, job, demand)]
-            pools = [p for p in pools if may_fit(fleet.capacity[p.key], demand)]
-            key = (demand, tuple(p.ordinal for p in pools))
-            if not pools or key in hopeless:
+            demand = job.demand
+            key = (demand, job.gpu_types, self.scope(fleet, job))
+            if key in hopeless:
                 continue
-            for pool, pods in self.candidates(fleet, job, demand, pools):
+            pools = eligible.get(key)
+            if pools is None:
+                pools = eligible[key] = [
+                    p for p in fleet.pools if accepts(p, job, demand) and key[2] in (None, p.cluster)
+                ]
+            pools = [p for p in pools if may_fit(fleet.capacity[p.key], demand)]
+            for pool, pods in self.candidates(fleet, job, demand, pools) if pools else ():
                 if pods is None:
                     pods = choose_nodes(fleet.capacity[pool.key], demand)
                 if pods is not None:
-                    fleet.start(reservation_for(job, pool, pods, now))
+                    fleet.start(reservation_for(fleet, job, pool, pods, now))
                     self.placed(pool)
                     started.append(job.name)
                     break
             else:
-                if self.tries_every_pool:
-                    hopeless.add(key)
+                hopeless.add(key)
         return started, []
 
-    tries_every_pool: ClassVar[bool] = True
-    """False for rules that try only some of the pools they are given (static: the home cluster)."""
+    def scope(self, fleet: FleetState, job: TraceJob) -> str | None:
+        """The one cluster this rule may use for the job; None = any (static: the team's home)."""
+        return None
+
+    @cached_property
+    def _eligible(self) -> dict[tuple, list[PoolView]]:
+        """(shape, GPU types, scope) -> pools that could ever take it: fixed for the fleet, so kept."""
+        return {}
 
     def placed(self, pool: PoolView) -> None:
         """Told where a job went (round-robin remembers it)."""
@@ -162,11 +168,19 @@ class Pooled(FirstFit):
 
 class Static(RuleBasedPlacer):
     name = "static"
-    tries_every_pool = False
+
+    def scope(self, fleet, job):
+        home = self._homes.get(job.team)
+        if home is None:
+            home = self._homes[job.team] = fleet.fleet.home_of(job.team)
+        return home
+
+    @cached_property
+    def _homes(self) -> dict[int, str]:
+        return {}
 
     def candidates(self, fleet, job, demand, pools):
-        home = fleet.fleet.home_of(job.team)
-        return [(p, None) for p in pools if p.cluster == home]
+        return [(p, None) for p in pools]
 
 
 class RandomCluster(RuleBasedPlacer):
@@ -256,6 +270,7 @@ class Mcsched(Placer):
                 expected_duration=timedelta(seconds=job.duration),
                 interruptible=job.interruptible,
                 priority_class="low" if job.interruptible else "normal",
+                data=(DataLocation(location=job.dataset, size_gib=job.data_gib),) if job.data_gib else (),
             )
         return request
 
@@ -274,7 +289,7 @@ class Mcsched(Placer):
                 job = jobs[d.request_id]
                 r = d.reservation
                 # the job runs as long as the trace says, whatever lease the engine granted
-                fleet.start(reservation_for(job, fleet.pool_view(r.cluster, r.pool), r.pods, now))
+                fleet.start(reservation_for(fleet, job, fleet.pool_view(r.cluster, r.pool), r.pods, now))
                 started.append(job.name)
         return started, [v.request_id for v in result.preemptions]
 

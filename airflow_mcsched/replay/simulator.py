@@ -1,9 +1,9 @@
 """Simulated time: jobs arrive, the policy places what it can, jobs end and free their nodes.
 
 Events at the same instant are taken together, ends before arrivals. After each instant the policy
-is asked once about the pending jobs (again at once if it preempted work). Jobs that cannot fit
-anywhere right now, judged from the fleet's per-node maxima, are not offered to the policy, which
-only saves time: no policy could place them. The engine is also shown the job at the front of the
+is asked once about the pending jobs (again at once if it preempted work). Jobs that could not
+start anywhere right now even alone are not offered to the policy, which only saves time: no
+policy could place them. The engine is also shown the job at the front of the
 queue (by priority, then arrival), so its backfill keeps capacity for it.
 """
 
@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from airflow_mcsched.decision import choose_nodes
+from airflow_mcsched.replay.datasets import NO_STAGING, Staging
 from airflow_mcsched.replay.fleet import ReplayFleet
 from airflow_mcsched.replay.fleet_state import FleetState
 from airflow_mcsched.replay.openb import TraceJob
-from airflow_mcsched.replay.policies import Placer, accepts, demand_of
+from airflow_mcsched.replay.policies import Placer, accepts, may_fit
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,7 @@ class JobRun:
     cluster: str
     pool: str
     price_per_gpu_hour: float
+    staging: Staging = NO_STAGING
 
     @property
     def wait(self) -> float:
@@ -37,7 +39,9 @@ class JobRun:
 
     @property
     def cost(self) -> float:
-        return self.job.gpu_equivalent * (self.end - self.start) / 3600 * self.price_per_gpu_hour
+        """GPU time (staging included: the GPUs are held while data arrives) plus the egress bill."""
+        compute = self.job.gpu_equivalent * (self.end - self.start) / 3600 * self.price_per_gpu_hour
+        return compute + self.staging.egress_dollars
 
 
 @dataclass(slots=True)
@@ -58,30 +62,35 @@ class ReplayRun:
 
 def fits_empty_fleet(fleet: FleetState, job: TraceJob) -> bool:
     """Could the job run on some node of the empty fleet (its type, its size)?"""
-    demand = demand_of(job)
+    demand = job.demand
     # PoolView.capacity is the fleet's base capacity: every node empty
     return any(accepts(p, job, demand) and choose_nodes(p.capacity, demand) is not None for p in fleet.pools)
 
 
-class _Maxima:
-    """Per-node maxima over the fleet's GPU pools and all pools, to skip jobs nothing could take now."""
+class _StartableNow:
+    """Which jobs could start now, each alone: some pool it accepts has a node that fits it.
+
+    Asked once per shape (demand and GPU types) per instant, with the pools' cheap per-node maxima
+    first and the node chooser only where they pass. A job that fails this test waits under every
+    policy, so it is not offered (the engine would only explain, at length, that it waits).
+    """
 
     def __init__(self, fleet: FleetState) -> None:
-        gpu = [fleet.capacity[p.key] for p in fleet.pools if p.gpu_type]
-        every = list(fleet.capacity.values())
-        self.whole = max((c.largest_whole_free_on_node for c in gpu), default=0)
-        self.share = max((c.largest_share_free for c in gpu), default=0)
-        self.cpu = max((c.largest_cpu_milli_free_on_node for c in every), default=0)
-        self.memory = max((c.largest_memory_mib_free_on_node for c in every), default=0)
+        self.fleet = fleet
+        self.known: dict[tuple, bool] = {}
 
-    def may_fit(self, job: TraceJob) -> bool:
-        d = demand_of(job)
-        return (
-            d.cpu_milli <= self.cpu
-            and d.memory_mib <= self.memory
-            and d.gpus <= self.whole
-            and (not d.gpu_milli or d.gpu_milli <= self.share)
-        )
+    def __call__(self, job: TraceJob) -> bool:
+        key = (job.demand, job.gpu_types)
+        answer = self.known.get(key)
+        if answer is None:
+            demand, fleet = job.demand, self.fleet
+            answer = self.known[key] = any(
+                accepts(p, job, demand)
+                and may_fit(fleet.capacity[p.key], demand)
+                and choose_nodes(fleet.capacity[p.key], demand) is not None
+                for p in fleet.pools
+            )
+        return answer
 
 
 def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> ReplayRun:
@@ -114,14 +123,16 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
             elif end_seq.get(name) == event_seq:
                 del end_seq[name]
                 r = state.end(name)
+                job = by_name[name]
+                staging = fleet.staging(job, r.cluster)
                 out.runs.append(
-                    JobRun(by_name[name], started_at.pop(name), now, r.cluster, r.pool, r.price_per_gpu_hour)
+                    JobRun(job, started_at.pop(name), now, r.cluster, r.pool, r.price_per_gpu_hour, staging)
                 )
         for _ in range(3):  # a preemption frees capacity at once: ask again, a bounded number of times
             if not pending:
                 break
-            maxima = _Maxima(state)
-            offer = [j for j in pending.values() if maxima.may_fit(j)]
+            startable = _StartableNow(state)
+            offer = [j for j in pending.values() if startable(j)]
             if placer.shown_the_front:
                 front = min(pending.values(), key=lambda j: (j.interruptible, j.arrival, j.name))
                 if front not in offer:
@@ -134,7 +145,8 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
                 started_at[name] = now
                 seq += 1
                 end_seq[name] = seq
-                heapq.heappush(events, (now + job.duration, 0, seq, name))
+                end = now + fleet.staging(job, state.running[name].cluster).seconds + job.duration
+                heapq.heappush(events, (end, 0, seq, name))
             for name in preempted:
                 if name in state.running:
                     state.end(name)

@@ -37,8 +37,13 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         description="Places DAG steps on the best cluster of a GPU fleet and explains why.",
         lifespan=lifespan,
     )
-    from airflow_mcsched.service.routes import clusters, placements
+    from airflow_mcsched.service.routes import clusters, governance, placements, reports
 
     app.include_router(clusters.router)
     app.include_router(placements.router)
+    app.include_router(reports.router)
+    app.include_router(governance.router)
+    from airflow_mcsched.ui.pages import install_pages
+
+    install_pages(app)
     return app

@@ -17,7 +17,8 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, decide
+from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, Reason, decide
+from airflow_mcsched.governance.reclaim import RECLAIM_ACTOR, HeldReservation, idle_message, is_idle
 from airflow_mcsched.service.cluster_store import ClusterStore, audit
 from airflow_mcsched.service.placement_mapping import (
     engine_request,
@@ -28,6 +29,7 @@ from airflow_mcsched.service.placement_mapping import (
     reservation_of,
     reservation_row,
 )
+from airflow_mcsched.service.policy_audit import record_policy_change
 from airflow_mcsched.service.schemas import PlacementOut, PlacementState, PlacementSubmit
 from airflow_mcsched.service.tables import AdmissionLockRow, PlacementRow, ReservationRow
 from airflow_mcsched.service.view_loader import load_view
@@ -189,9 +191,11 @@ class PlacementStore:
         pending = self.session.scalars(
             select(PlacementRow).where(PlacementRow.state == PlacementState.PENDING.value)
         ).all()
+        record_policy_change(self.session, self.policy)
         active = self.session.scalars(select(ReservationRow).where(ReservationRow.active.is_(True))).all()
         view = load_view(self.session, now)
         self._renew_observed(active, view, now)
+        active = self._reclaim_idle(active, view, now)
         result = decide(view, [request_of(r) for r in pending], [reservation_of(r) for r in active], self.policy, now)
         return self._record(result, {r.id: r for r in pending}, {r.id: r for r in active}, now, actor)
 
@@ -201,6 +205,44 @@ class PlacementStore:
         for res in active:
             if view.has_cluster(res.cluster) and res.id in view.cluster(res.cluster).reservation_ids_seen:
                 res.expires_at = max(res.expires_at, now + self.policy.lease)
+
+    def _reclaim_idle(self, active: Sequence[ReservationRow], view, now: datetime) -> list[ReservationRow]:
+        """End reservations held past the policy's idle limit whose pod never started; the rest stay."""
+        limit = self.policy.idle_reservation
+        old = [r for r in active if limit is not None and now - r.granted_at >= limit]
+        if not old:
+            return list(active)
+        started = set(
+            self.session.scalars(
+                select(PlacementRow.id).where(
+                    PlacementRow.id.in_([r.placement_id for r in old]), PlacementRow.started_at.is_not(None)
+                )
+            )
+        )
+        idle = set()
+        for res in old:
+            held = HeldReservation(reservation_of(res), started=res.placement_id in started)
+            if is_idle(held, view, now, limit):
+                message = idle_message(held.reservation, limit)
+                self._end(self._row(res.placement_id), res, PlacementState.EXPIRED, f"IdleReservation: {message}", now)
+                self._audit_reclaim(res, Reason.IDLE_RESERVATION, message, held.reservation.gpu_equivalent)
+                idle.add(res.id)
+        return [r for r in active if r.id not in idle]
+
+    def _audit_reclaim(self, res: ReservationRow, reason: Reason, message: str, gpus: float) -> None:
+        audit(
+            self.session,
+            RECLAIM_ACTOR,
+            "reservation.reclaim",
+            "placement",
+            res.placement_id,
+            reason=str(reason),
+            message=message,
+            cluster=res.cluster,
+            pool=res.pool,
+            gpu_type=res.gpu_type,
+            gpus_freed=gpus,
+        )
 
     def handover(self, placement_id: str, task_id: str, now: datetime, actor: str) -> PlacementRow:
         """Let another task of the same DAG run (any try) act on this placement from now on."""
@@ -225,16 +267,7 @@ class PlacementStore:
             row = self._row(res.placement_id)
             state = PlacementState.PREEMPTED if row.state == PlacementState.PREEMPTED.value else PlacementState.EXPIRED
             self._end(row, res, state, f"{lapsed.reason}: {lapsed.message}", now)
-            audit(
-                self.session,
-                actor,
-                "reservation.reclaim",
-                "placement",
-                res.placement_id,
-                reason=str(lapsed.reason),
-                message=lapsed.message,
-                cluster=res.cluster,
-            )
+            self._audit_reclaim(res, lapsed.reason, lapsed.message, reservation_of(res).gpu_equivalent)
         for victim in result.preemptions:
             res = active[victim.reservation_id]
             res.preempted_by = victim.for_request

@@ -14,7 +14,10 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
+from airflow_mcsched.service.cluster_store import audit
 from airflow_mcsched.service.tables import ClusterStatusRow
+
+SYNC_ACTOR = "mcsched-sync"
 
 _NODE_FIELDS = (
     "name",
@@ -157,7 +160,11 @@ class StatusStore:
         return result.rowcount == 1
 
     def record(self, obs: ClusterObservation, sync_seconds: float | None = None) -> ClusterStatus:
+        """Store a read; a cluster turning healthy or unhealthy also leaves an audit entry."""
         row = self._row(obs.cluster)
+        if row.observed_at is not None and bool(row.healthy) != obs.healthy:
+            audit(self.session, SYNC_ACTOR, "cluster.health", "cluster", obs.cluster, healthy=obs.healthy,
+                  error=obs.error)  # fmt: skip
         row.observed_at = obs.observed_at
         row.sync_seconds = sync_seconds
         if obs.healthy:

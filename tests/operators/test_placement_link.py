@@ -1,4 +1,4 @@
-"""The task instance's "Placement" button points at the step's placements and their explanations."""
+"""The task instance's "Placement" button opens the step's placement page inside the Airflow UI."""
 
 from __future__ import annotations
 
@@ -9,22 +9,24 @@ from airflow_mcsched.operators.multi_cluster_pod import MultiClusterPodOperator
 from airflow_mcsched.sensors.placement import PlacementSensor
 
 
-def test_the_link_lists_the_steps_placements_in_the_service(monkeypatch):
+def test_the_link_opens_the_tasks_placement_page_in_the_airflow_ui(monkeypatch):
     monkeypatch.setenv("AIRFLOW__API__BASE_URL", "https://airflow.example.com/")
     key = TaskInstanceKey(dag_id="retrain", task_id="train", run_id="scheduled__2026-01-05T00:00:00+00:00")
 
     url = PlacementLink().get_link(MultiClusterPodOperator(task_id="train", gpus=1, image="x"), ti_key=key)
 
     assert url == (
-        "https://airflow.example.com/mcsched/api/v1/placements"
-        "?dag_id=retrain&run_id=scheduled__2026-01-05T00%3A00%3A00%2B00%3A00&task_id=train"
+        "https://airflow.example.com/plugin/mcsched-placements/mcsched/ui/placements/of-task"
+        "?dag_id=retrain&run_id=scheduled__2026-01-05T00%3A00%3A00%2B00%3A00&task_id=train&map_index=-1"
     )
 
 
 def test_without_a_public_base_url_the_link_uses_the_service_url(monkeypatch):
     monkeypatch.delenv("AIRFLOW__API__BASE_URL", raising=False)
     monkeypatch.setenv("AIRFLOW__MCSCHED__SERVICE_URL", "http://api:8080/mcsched")
-    assert placement_url("d", "r", "t") == "http://api:8080/mcsched/api/v1/placements?dag_id=d&run_id=r&task_id=t"
+    assert placement_url("d", "r", "t", 3) == (
+        "http://api:8080/plugin/mcsched-placements/mcsched/ui/placements/of-task?dag_id=d&run_id=r&task_id=t&map_index=3"
+    )
 
 
 def test_the_plugin_registers_the_link_and_both_faces_carry_it():

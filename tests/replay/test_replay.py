@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from airflow_mcsched.cli import replay as replay_cli
 from airflow_mcsched.cli.main import build_parser
 from airflow_mcsched.replay.compare import compare, policy_names
 from airflow_mcsched.replay.fleet import fleet_from_split, pooled
@@ -83,11 +82,16 @@ def test_every_policy_runs_every_placeable_job(fleet, policy):
     assert policy == "static" or not result.unplaceable
 
 
-def test_compare_averages_seeds_of_randomised_policies(fleet):
-    jobs = [job(f"j{i}", i, 30, gpus=2) for i in range(6)]
+def test_compare_gives_medians_and_spread_over_jittered_seeds(fleet):
+    jobs = [job(f"j{i}", i * 10, 30, gpus=8) for i in range(6)]
     summaries = compare(fleet, jobs, ["random", "first-fit"], seeds=3)
-    assert [s.policy for s in summaries] == ["random", "first-fit"]
-    assert all(s.jobs == 6 for s in summaries)
+    assert [s.median.policy for s in summaries] == ["random", "first-fit"]
+    assert all(s.median.jobs == 6 and s.seeds == 3 for s in summaries)
+    for s in summaries:
+        low, high = s.spread["mean_wait"]
+        assert low <= s.median.mean_wait <= high
+    with pytest.raises(ValueError, match="--seeds"):
+        compare(fleet, jobs, ["first-fit"], seeds=0)
 
 
 def test_unknown_policy_names_the_choices():
@@ -100,7 +104,7 @@ def test_cli_prints_one_json_object(trace_dir, capsys):
         trace_dir / "pods.csv",
         [("a", 4000, 4096, 8, 1000, "LS", 0, 3600, 0), ("b", 4000, 4096, 1, 500, "BE", 10, 100, 10)],
     )
-    args = build_parser_with_replay().parse_args(
+    args = build_parser().parse_args(
         [
             "replay",
             "--pods",
@@ -120,13 +124,20 @@ def test_cli_prints_one_json_object(trace_dir, capsys):
     assert args.func(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert {"mean_wait", "p50_wait", "p95_wait", "max_wait", "gpu_allocation", "total_cost", "unplaceable"} <= set(out)
-    assert out["jobs"] == 2
+    assert out["jobs"] == 2 and out["seeds"] == 1
+    assert {"max_wait_multi_gpu", "egress_cost", "data_moved_gib", "spread"} <= set(out)
 
 
-def build_parser_with_replay():
-    """The main parser plus `replay` (until it is listed in cli.main.COMMAND_MODULES)."""
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    if "replay" not in sub.choices:
-        replay_cli.register(sub)
-    return parser
+def test_cli_table_shows_every_policy_with_the_spread_of_seeds(trace_dir, capsys):
+    pods = write_pods(
+        trace_dir / "pods.csv",
+        [(f"p{i}", 4000, 4096, 8, 1000, "LS", i * 20, i * 20 + 3600, i * 20) for i in range(4)],
+    )
+    argv = ["replay", "--pods", str(pods), "--nodes", str(trace_dir / "nodes.csv"), "--fleet"]
+    argv += [str(trace_dir / "split.csv"), "--policy", "mcsched,first-fit", "--seeds", "2", "--variant", "multi-gpu"]
+    args = build_parser().parse_args(argv)
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "variant multi-gpu" in out and "median of 2 seed(s)" in out
+    assert "mean wait min-max" in out
+    assert [line.split()[0] for line in out.splitlines()[3:]] == ["mcsched", "first-fit"]
