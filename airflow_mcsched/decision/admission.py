@@ -170,7 +170,7 @@ class AdmissionCycle:
             explain.admitted(best, runners_up),
             placement=best,
             runners_up=runners_up,
-            rejections=tuple(r for _, r in sorted(evaluation.judged, key=lambda t: t[0])),
+            rejections=tuple(evaluation.rejections),  # every pool ruled out, lasting or live
             reservation=reservation,
         )
 

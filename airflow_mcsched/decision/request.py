@@ -11,6 +11,14 @@ from airflow_mcsched.access.capacity import MILLI_PER_GPU
 from airflow_mcsched.access.fleet_file import describe_validation_error
 from airflow_mcsched.access.profiles import WorkKind
 
+# Bounds that refuse nonsense before it costs anything (no queue row, no admission cycle). They are
+# far above any node of a real fleet; what a fleet cannot run waits with a reason instead.
+MAX_GPUS_PER_POD = 64
+MAX_PODS = 1024
+MAX_CPU_PER_POD = 1024.0
+MAX_MEMORY_GIB_PER_POD = 16384.0  # 16 TiB
+MAX_LIST_ITEMS = 64  # gpu_types, data, failure domains: a request naming more is a mistake
+
 
 class RequestError(ValueError):
     """A request that cannot be used; one line per problem, each naming the field and the fix."""
@@ -43,21 +51,25 @@ class PlacementRequest(BaseModel):
     team: str = Field(min_length=1)
     project: str | None = None
     kind: WorkKind = WorkKind.BATCH
-    gpus: int = Field(default=0, ge=0, le=64, description="whole GPUs per pod")
+    gpus: int = Field(default=0, ge=0, le=MAX_GPUS_PER_POD, description="whole GPUs per pod")
     gpu_milli: int = Field(default=0, ge=0, le=MILLI_PER_GPU, description="share of one GPU per pod")
-    gpu_types: tuple[str, ...] = Field(default=(), description="acceptable GPU types; empty = any")
+    gpu_types: tuple[str, ...] = Field(
+        default=(), max_length=MAX_LIST_ITEMS, description="acceptable GPU types; empty = any"
+    )
     min_gpu_memory_gib: float | None = Field(default=None, gt=0)
-    cpu: float = Field(default=1.0, gt=0, description="cores per pod")
-    memory_gib: float = Field(default=4.0, gt=0, description="memory per pod")
-    pods: int = Field(default=1, ge=1, le=1024, description="pods of the gang, all started together")
+    cpu: float = Field(default=1.0, gt=0, le=MAX_CPU_PER_POD, description="cores per pod")
+    memory_gib: float = Field(default=4.0, gt=0, le=MAX_MEMORY_GIB_PER_POD, description="memory per pod")
+    pods: int = Field(default=1, ge=1, le=MAX_PODS, description="pods of the gang, all started together")
     expected_duration: timedelta | None = None
     interruptible: bool = False
     priority_class: str | None = Field(default=None, description="None = the policy's default class")
-    data: tuple[DataLocation, ...] = ()
+    data: tuple[DataLocation, ...] = Field(default=(), max_length=MAX_LIST_ITEMS)
     needs_rdma: bool = False
     needs_fast_storage: bool = False
-    failure_domains: tuple[str, ...] = Field(default=(), description="only these domains; empty = any")
-    avoid_failure_domains: tuple[str, ...] = ()
+    failure_domains: tuple[str, ...] = Field(
+        default=(), max_length=MAX_LIST_ITEMS, description="only these domains; empty = any"
+    )
+    avoid_failure_domains: tuple[str, ...] = Field(default=(), max_length=MAX_LIST_ITEMS)
     avoid_clusters: tuple[str, ...] = ()
     spread_group: str | None = Field(default=None, description="members go to distinct failure domains")
     max_cost_per_hour: float | None = Field(default=None, gt=0)

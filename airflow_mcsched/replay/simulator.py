@@ -3,8 +3,12 @@
 Events at the same instant are taken together, ends before arrivals. After each instant the policy
 is asked once about the pending jobs (again at once if it preempted work). Jobs that could not
 start anywhere right now even alone are not offered to the policy, which only saves time: no
-policy could place them. The engine is also shown the job at the front of the
-queue (by priority, then arrival), so its backfill keeps capacity for it.
+policy could place them. Like the Kubernetes scheduler's unschedulable queue, a job offered and
+left waiting is offered again only once capacity has been freed (a job ended or was preempted):
+arrivals alone never make room. That is exact for the baselines; for the engine it may, rarely,
+delay a start by one instant (a new arrival taking the backfill head could let a parked job in).
+The engine is also shown the job at the front of the queue (by priority, then arrival), so its
+backfill keeps capacity for it.
 """
 
 from __future__ import annotations
@@ -112,8 +116,10 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
     end_seq: dict[str, int] = {}  # the end event that counts (a preempted job's old end does not)
     seq = len(placeable)
     last_time = out.first_arrival
+    parked: set[str] = set()  # offered since capacity was last freed, and still waiting
     while events:
         now = events[0][0]
+        freed = False
         out.gpu_seconds += state.allocated_gpus * max(0.0, min(now, out.last_arrival) - last_time)
         last_time = now
         while events and events[0][0] == now:
@@ -122,17 +128,20 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
                 pending[name] = by_name[name]
             elif end_seq.get(name) == event_seq:
                 del end_seq[name]
+                freed = True
                 r = state.end(name)
                 job = by_name[name]
                 staging = fleet.staging(job, r.cluster)
                 out.runs.append(
                     JobRun(job, started_at.pop(name), now, r.cluster, r.pool, r.price_per_gpu_hour, staging)
                 )
+        if freed:
+            parked.clear()
         for _ in range(3):  # a preemption frees capacity at once: ask again, a bounded number of times
             if not pending:
                 break
             startable = _StartableNow(state)
-            offer = [j for j in pending.values() if startable(j)]
+            offer = [j for j in pending.values() if j.name not in parked and startable(j)]
             if placer.shown_the_front:
                 front = min(pending.values(), key=lambda j: (j.interruptible, j.arrival, j.name))
                 if front not in offer:
@@ -154,8 +163,10 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
                     end_seq.pop(name, None)
                     pending[name] = by_name[name]
                     out.preemptions += 1
+            parked.update(j.name for j in offer if j.name in pending)
             if not preempted:
                 break
+            parked.clear()
     out.last_end = last_time
     out.unplaceable.extend(pending.values())  # never placed although they fit an empty fleet
     return out

@@ -51,6 +51,16 @@ def test_admitted_names_pool_nodes_price_score_parts_and_runners_up():
     assert d.cluster in d.summary and "runners-up" in d.summary
 
 
+def test_admitted_also_names_every_cluster_and_pool_ruled_out():
+    d = decide_one(mixed_fleet(), request(gpus=1, gpu_types=("A100",)))
+    assert d.outcome is Outcome.ADMITTED and (d.cluster, d.pool) == ("busy", "a100")
+    assert {(r.cluster, r.pool): r.reason for r in d.rejections} == {
+        ("busy", "t4"): Reason.NO_MATCHING_GPU_TYPE,
+        ("closed", None): Reason.CLUSTER_CORDONED,
+        ("small", "l4"): Reason.NO_MATCHING_GPU_TYPE,
+    }
+
+
 def test_decision_is_per_node_pool():
     d = decide_one(mixed_fleet(), request(gpus=4, gpu_types=("T4",)))
     assert (d.cluster, d.pool) == ("busy", "t4")
