@@ -58,18 +58,19 @@ def airflow_db(airflow_home: Path) -> Path:
     return airflow_home
 
 
-def _postgres_url(dbname: str) -> str:
+def postgres_url(dbname: str) -> str:
+    """The test PostgreSQL server's URL for one database (also used by tests/distributed)."""
     host = os.environ.get("MCSCHED_TEST_PG_HOST", "127.0.0.1")
     user = os.environ.get("MCSCHED_TEST_PG_USER", "postgres")
     return f"postgresql+psycopg2://{user}@{host}:5432/{dbname}"
 
 
-def _postgres_available() -> bool:
+def postgres_available() -> bool:
     try:
         import psycopg2
 
         psycopg2.connect(
-            _postgres_url("postgres").replace("postgresql+psycopg2", "postgresql"), connect_timeout=3
+            postgres_url("postgres").replace("postgresql+psycopg2", "postgresql"), connect_timeout=3
         ).close()
         return True
     except Exception:
@@ -79,19 +80,19 @@ def _postgres_available() -> bool:
 @pytest.fixture(scope="session")
 def postgres_airflow_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A fresh PostgreSQL database migrated by `airflow db migrate`; CI requires it, a laptop may skip."""
-    if not _postgres_available():
+    if not postgres_available():
         if os.environ.get("MCSCHED_REQUIRE_POSTGRES"):
             pytest.fail("PostgreSQL is required (MCSCHED_REQUIRE_POSTGRES is set) but not reachable on 127.0.0.1:5432")
         pytest.skip("PostgreSQL not reachable on 127.0.0.1:5432")
     import psycopg2
 
     dbname = f"mcsched_test_{os.getpid()}"
-    admin = psycopg2.connect(_postgres_url("postgres").replace("postgresql+psycopg2", "postgresql"))
+    admin = psycopg2.connect(postgres_url("postgres").replace("postgresql+psycopg2", "postgresql"))
     admin.autocommit = True
     with admin.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS {dbname}")
         cur.execute(f"CREATE DATABASE {dbname}")
-    url = _postgres_url(dbname)
+    url = postgres_url(dbname)
     home = tmp_path_factory.mktemp("airflow-pg-home")
     env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": url}
     airflow = Path(sys.executable).with_name("airflow")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from airflow_mcsched.access.capacity import ClusterObservation
 from airflow_mcsched.access.kube_reader import read_cluster
@@ -34,13 +34,20 @@ class SyncLedger(Protocol):
     def record(self, observation: ClusterObservation, seconds: float) -> None: ...
 
 
+@runtime_checkable
+class GatedLedger(Protocol):
+    """A ledger that keeps a circuit breaker per cluster (`access.breaker`): no read while it is open."""
+
+    def may_read(self, cluster: str, now: datetime) -> bool: ...
+
+
 ClientFactory = Callable[[ClusterProfile], Any]  # profile -> kubernetes ApiClient
 
 
 @dataclass(frozen=True)
 class SyncOutcome:
     cluster: str
-    synced: bool  # False when another replica holds the lease
+    synced: bool  # False when another replica holds the lease, or the cluster's breaker is open
     healthy: bool = False
     seconds: float = 0.0
     error: str | None = None
@@ -68,6 +75,8 @@ class CapacitySync:
     def _sync_one(self, profile: ClusterProfile) -> SyncOutcome:
         if not self.ledger.acquire(profile.name, self.owner, self.lease_seconds):
             return SyncOutcome(profile.name, synced=False)
+        if isinstance(self.ledger, GatedLedger) and not self.ledger.may_read(profile.name, datetime.now(UTC)):
+            return SyncOutcome(profile.name, synced=False, error="circuit breaker open: not read this round")
         started = time.monotonic()
         try:
             obs = read_cluster(self.client_for(profile), profile, self.timeout)

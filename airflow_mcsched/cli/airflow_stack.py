@@ -3,12 +3,17 @@
 The demo and the end-to-end tests run DAGs the way a deployment does (LocalExecutor, tasks under
 the Task SDK with no ORM, the placement service inside the API server), on one machine, with low
 parallelism. Ports are chosen free, so several stacks (or a stack and other tests) never collide.
+
+With ``executor="CeleryExecutor"`` and ``celery_workers`` named, the same stack is the distributed
+shape: the scheduler sends tasks through a broker and each named worker is its own
+``airflow celery worker`` process with its own hostname, as if it ran on its own machine.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -31,6 +36,16 @@ HEALTH_KEYS = {
 }
 
 
+STACK_HOSTNAME_ENV = "MCSCHED_STACK_HOSTNAME"
+
+
+def stack_hostname() -> str:
+    """`[core] hostname_callable` for the processes of a local stack: the name the stack gave the
+    process, else the machine's. Two Celery workers on one machine would otherwise record the same
+    task-instance hostname, and nothing could tell which of them ran a task."""
+    return os.environ.get(STACK_HOSTNAME_ENV) or socket.getfqdn()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -40,7 +55,12 @@ def free_port() -> int:
 @dataclass
 class AirflowStack:
     """Start with `start()`, stop with `stop()` (or use as a context manager). `components` may name
-    a subset (the UI tests need only the API server)."""
+    a subset (the UI tests need only the API server).
+
+    `executor` is Airflow's executor; with ``CeleryExecutor`` give ``broker_url`` and name the
+    workers in `celery_workers`: each runs `celery_concurrency` task slots, consumes
+    `celery_queue` (also the operators' default queue, so concurrent stacks sharing one broker
+    never take each other's tasks) and reports its name as the task instances' hostname."""
 
     home: Path
     sql_alchemy_conn: str
@@ -51,6 +71,11 @@ class AirflowStack:
     parallelism: int = 4
     port: int = field(default_factory=free_port)
     components: tuple[str, ...] = COMPONENTS
+    executor: str = "LocalExecutor"
+    broker_url: str | None = None
+    celery_workers: tuple[str, ...] = ()
+    celery_concurrency: int = 4
+    celery_queue: str = "default"
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -69,7 +94,7 @@ class AirflowStack:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.sql_alchemy_conn,
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__EXECUTOR": self.executor,
             "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
@@ -88,8 +113,31 @@ class AirflowStack:
             "AIRFLOW__MCSCHED__SYNC_ENABLED": "True",
             "AIRFLOW__MCSCHED__SYNC_INTERVAL_SECONDS": "3",
             "AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS": "2",
+            **self.celery_env(),
             **self.extra_env,
         }
+
+    def celery_env(self) -> dict[str, str]:
+        """The broker and queue settings, only when the stack runs Celery (the other executors
+        would warn about, or ignore, a `[celery]` section)."""
+        if self.executor != "CeleryExecutor":
+            return {}
+        if not self.broker_url:
+            raise ValueError("CeleryExecutor needs broker_url (e.g. redis://127.0.0.1:6379/0)")
+        return {
+            "AIRFLOW__CELERY__BROKER_URL": self.broker_url,
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(self.celery_concurrency),
+            "AIRFLOW__OPERATORS__DEFAULT_QUEUE": self.celery_queue,
+            "AIRFLOW__CORE__HOSTNAME_CALLABLE": f"{__name__}.stack_hostname",
+        }
+
+    def worker_args(self, airflow: str, worker: str) -> list[str]:
+        """One Celery worker: its own node name, the stack's queue, and no log server (two on one
+        machine would fight over its port; the task logs are on the shared disk anyway)."""
+        return [
+            airflow, "celery", "worker", "--celery-hostname", f"{worker}@%h", "--queues", self.celery_queue,
+            "--concurrency", str(self.celery_concurrency), "--skip-serve-logs",
+        ]  # fmt: skip
 
     def start(self, timeout: float = 120.0) -> AirflowStack:
         logs = self.home / "logs" / "components"
@@ -99,16 +147,38 @@ class AirflowStack:
         subprocess.run([airflow, "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL)
         for name in self.components:
             args = [airflow, name] + (["-p", str(self.port), "-H", "127.0.0.1"] if name == "api-server" else [])
-            with open(logs / f"{name}.log", "ab") as out:
-                self.processes[name] = subprocess.Popen(
-                    args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-                )
+            self.processes[name] = self._spawn(name, args, env)
+        for worker in self.celery_workers:
+            self.processes[worker] = self._spawn(
+                worker, self.worker_args(airflow, worker), {**env, STACK_HOSTNAME_ENV: worker}
+            )
         try:
             self.wait_healthy(timeout)
+            self.wait_workers_ready(timeout)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        with open(self.component_log(name), "ab") as out:
+            return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def component_log(self, name: str) -> Path:
+        return self.home / "logs" / "components" / f"{name}.log"
+
+    def wait_workers_ready(self, timeout: float) -> None:
+        """Until every Celery worker has said it is ready (the health endpoint knows no workers):
+        a task sent before a worker listens would only wait, but a test's timing would not hold."""
+        deadline = time.monotonic() + timeout
+        for worker in self.celery_workers:
+            ready = re.compile(rf"\b{re.escape(worker)}@\S+ ready\.")
+            while not ready.search(self.component_log(worker).read_text(errors="replace")):
+                if self.processes[worker].poll() is not None:
+                    raise RuntimeError(f"Celery worker {worker} exited; see {self.component_log(worker)}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"Celery worker {worker} was not ready in {timeout:.0f}s")
+                time.sleep(0.5)
 
     def health(self) -> dict[str, Any] | None:
         try:

@@ -39,10 +39,12 @@ def parse_instant(value: str | datetime | None, field: str, now: datetime) -> da
     if text == "now":
         return now
     m = _RELATIVE.match(text)
-    if m:
-        return now - timedelta(**{_UNIT[m.group(2)]: float(m.group(1))})
     try:
+        if m:
+            return now - timedelta(**{_UNIT[m.group(2)]: float(m.group(1))})
         return _aware(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except OverflowError:  # an age of a million years, or year 1 moved to UTC: not a time we can hold
+        raise ReportParamError(field, f"{value[:40]!r} is outside the years 1 to 9999; use a nearer time") from None
     except ValueError:
         raise ReportParamError(
             field,
@@ -75,7 +77,12 @@ class TimeWindow:
     ) -> TimeWindow:
         """From request parameters: `until` defaults to now, `since` to `span` before `until`."""
         end = parse_instant(until, "until", now) or now
-        start = parse_instant(since, "since", now) or end - span
+        try:
+            start = parse_instant(since, "since", now) or end - span
+        except OverflowError:
+            raise ReportParamError(
+                "until", f"{end.isoformat()} leaves no room for the default window; give since"
+            ) from None
         return cls(start, end)
 
     @property

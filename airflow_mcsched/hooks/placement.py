@@ -38,7 +38,14 @@ class PlacementServiceError(RuntimeError):
     def __init__(self, status_code: int, detail: Any, url: str) -> None:
         self.status_code = status_code
         self.detail = detail
-        super().__init__(f"placement service refused {url} ({status_code}): {detail}")
+        super().__init__(f"placement service refused {url} ({status_code}): {_readable(detail)}")
+
+
+def _readable(detail: Any) -> str:
+    """A 422's list of {loc, msg} as 'ask.gpus: msg; ...' (the field first), anything else as it came."""
+    if isinstance(detail, list) and all(isinstance(d, dict) and "msg" in d for d in detail):
+        return "; ".join(".".join(str(p) for p in d.get("loc", []) if p != "body") + f": {d['msg']}" for d in detail)
+    return str(detail)
 
 
 class PlacementServiceUnavailable(RuntimeError):

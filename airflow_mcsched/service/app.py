@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from airflow_mcsched import __version__
 from airflow_mcsched.service.background import BackgroundWork
+from airflow_mcsched.service.body_limit import BodySizeLimit
 from airflow_mcsched.service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         description="Places DAG steps on the best cluster of a GPU fleet and explains why.",
         lifespan=lifespan,
     )
+    app.add_middleware(BodySizeLimit)
     from airflow_mcsched.service.routes import clusters, governance, placements, reports
 
     app.include_router(clusters.router)

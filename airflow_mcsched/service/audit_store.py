@@ -6,6 +6,7 @@ the cursor of a page is the id of its last entry, and the next page starts below
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +18,8 @@ from airflow_mcsched.governance.window import ReportParamError
 from airflow_mcsched.service.tables import AuditRow
 
 MAX_LIMIT = 1000
+MAX_CURSOR = 2**31 - 1  # ids are an INTEGER column: a larger cursor cannot be one of ours
+_CURSOR = re.compile(r"[0-9]{1,10}")  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
 
 
 class AuditEntry(BaseModel):
@@ -40,8 +43,8 @@ class AuditPage(BaseModel):
 def parse_cursor(cursor: str | None) -> int | None:
     if cursor is None or cursor == "":
         return None
-    if not cursor.isdigit():
-        raise ReportParamError("cursor", f"{cursor!r} is not a cursor; pass the next_cursor of the previous page")
+    if not _CURSOR.fullmatch(cursor) or int(cursor) > MAX_CURSOR:
+        raise ReportParamError("cursor", f"{cursor[:40]!r} is not a cursor; pass the next_cursor of the previous page")
     return int(cursor)
 
 

@@ -69,7 +69,14 @@ async def get_caller(
         if not await run_in_threadpool(_task_instance_matches, identity):
             raise HTTPException(status_code=403, detail="the token names no such task instance")
         return Caller(name=f"task:{identity.key}", task=identity)
-    user = await get_user(request, None, bearer)
+    try:
+        user = await get_user(request, None, bearer)
+    except HTTPException as err:
+        # Airflow says 403 for a token it cannot verify; to us that is no credential at all (401),
+        # and 403 stays the answer for a known caller who may not do what they ask
+        if err.status_code == 403:
+            raise HTTPException(401, detail=err.detail, headers={"WWW-Authenticate": "Bearer"}) from None
+        raise
     return Caller(name=f"user:{user.get_name()}", user=user)
 
 

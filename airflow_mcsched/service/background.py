@@ -11,7 +11,6 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from airflow_mcsched.service.settings import ServiceSettings
 
@@ -21,11 +20,11 @@ log = logging.getLogger(__name__)
 def run_admission_cycle(*_: object) -> None:
     from airflow.utils.session import create_session
 
-    from airflow_mcsched.service.placement_store import PlacementStore
+    from airflow_mcsched.service.placement_store import PlacementStore, lock_then_now
     from airflow_mcsched.service.policy_source import current_policy
 
     with create_session() as session:
-        PlacementStore(session, current_policy()).run_cycle(datetime.now(UTC))
+        PlacementStore(session, current_policy()).run_cycle(lock_then_now(session))
 
 
 def _every(interval: float, stop: threading.Event, work: Callable[[], None], what: str) -> None:

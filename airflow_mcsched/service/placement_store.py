@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -63,6 +63,14 @@ def take_admission_lock(session: Session, now: datetime) -> None:
             session.add(AdmissionLockRow(id=1, cycles=1, last_cycle_at=now))
     except IntegrityError:  # another process created it first: lock it now
         session.execute(stmt)
+
+
+def lock_then_now(session: Session) -> datetime:
+    """Take the admission lock, then read the clock. Rows read and times stamped after the lock
+    follow commit order: a state read before it may be stale (a release would cancel a placement
+    just admitted), and a time taken before it may precede the commit it waited for."""
+    take_admission_lock(session, datetime.now(UTC))
+    return datetime.now(UTC)
 
 
 def team_and_project(submit: PlacementSubmit) -> tuple[str, str | None]:
@@ -289,8 +297,11 @@ class PlacementStore:
         for decision in result.decisions:
             row = pending[decision.request_id]
             counts[decision.outcome] += 1
+            explanation = json_of(explanation_of(decision, now))
+            if decision.outcome is Outcome.WAITING and _same_explanation(row.explanation, explanation):
+                continue  # still waiting for the same reasons: keep when it was first said, write nothing
             row.decided_at = now
-            row.explanation = json_of(explanation_of(decision, now))
+            row.explanation = explanation
             if decision.outcome is Outcome.ADMITTED and decision.reservation is not None:
                 placement = decision.placement
                 row.state = PlacementState.ADMITTED.value
@@ -389,3 +400,12 @@ class PlacementStore:
             res.active = False
             res.ended_at = now
         self.session.flush()
+
+
+def _same_explanation(before: dict | None, after: dict) -> bool:
+    """Equal but for the time they were given: a queue that does not move costs no writes."""
+    if before is None:
+        return False
+    return {k: v for k, v in before.items() if k != "decided_at"} == {
+        k: v for k, v in after.items() if k != "decided_at"
+    }

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from airflow_mcsched.access.profiles import ClusterProfile
+from airflow_mcsched.access.capacity import MILLI_PER_GPU
+from airflow_mcsched.access.profiles import ClusterProfile, WorkKind
+from airflow_mcsched.decision.request import (
+    MAX_CPU_PER_POD,
+    MAX_GPUS_PER_POD,
+    MAX_LIST_ITEMS,
+    MAX_MEMORY_GIB_PER_POD,
+    MAX_PODS,
+)
+from airflow_mcsched.service.tables import PlacementRow
 
 
 class ClusterStatusOut(BaseModel):
@@ -66,45 +75,77 @@ class PlacementState(StrEnum):
         )
 
 
+def _column_length(column: Any) -> int:
+    """The width of a String column, so the API refuses what the DB (PostgreSQL) could not store."""
+    return column.property.columns[0].type.length
+
+
+MAX_DB_INT = 2**31 - 1  # an INTEGER column; larger numbers would fail in the DB, not at the edge
+_SHORT_NAME = 250
+
+
 class TaskRef(BaseModel):
     """The Airflow task instance a placement is for; (dag, run, task, map index, try, attempt) is
     the idempotency key: submitting the same key again returns the same placement."""
 
-    dag_id: str = Field(min_length=1, max_length=250)
-    run_id: str = Field(min_length=1, max_length=250)
-    task_id: str = Field(min_length=1, max_length=250)
-    map_index: int = -1
-    try_number: int = Field(default=1, ge=0)
+    model_config = ConfigDict(extra="forbid")
+
+    dag_id: str = Field(min_length=1, max_length=_column_length(PlacementRow.dag_id))
+    run_id: str = Field(min_length=1, max_length=_column_length(PlacementRow.run_id))
+    task_id: str = Field(min_length=1, max_length=_column_length(PlacementRow.task_id))
+    map_index: int = Field(default=-1, ge=-1, le=MAX_DB_INT)
+    try_number: int = Field(default=1, ge=0, le=MAX_DB_INT)
+
+
+class DataAsk(BaseModel):
+    """A dataset the step reads (the engine's `DataLocation`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    location: str = Field(min_length=1, max_length=1024, description="dataset name or storage path")
+    size_gib: float = Field(default=0.0, ge=0)
 
 
 class ResourceAsk(BaseModel):
     """What a step needs: the engine's PlacementRequest without the fields the service sets
-    (id, arrival). Same names, same validation (see `airflow_mcsched.decision.request`)."""
+    (id, arrival). Same names, same bounds (see `airflow_mcsched.decision.request`), so the
+    OpenAPI schema tells clients the limits and a request outside them is refused before it is
+    queued; the rules between fields (gpu_types need gpus, ...) are checked by the engine's model."""
 
     model_config = ConfigDict(extra="forbid")
 
-    team: str | None = Field(default=None, description="else from the DAG's params or tags")
-    project: str | None = None
-    kind: str = "batch"
-    gpus: int = 0
-    gpu_milli: int = 0
-    gpu_types: list[str] = Field(default_factory=list)
-    min_gpu_memory_gib: float | None = None
-    cpu: float = 1.0
-    memory_gib: float = 4.0
-    pods: int = 1
-    expected_duration_seconds: float | None = None
+    team: str | None = Field(
+        default=None, min_length=1, max_length=_column_length(PlacementRow.team), description="else from the DAG"
+    )
+    project: str | None = Field(default=None, min_length=1, max_length=_column_length(PlacementRow.project))
+    kind: WorkKind = WorkKind.BATCH
+    gpus: int = Field(default=0, ge=0, le=MAX_GPUS_PER_POD, description="whole GPUs per pod")
+    gpu_milli: int = Field(default=0, ge=0, le=MILLI_PER_GPU, description="share of one GPU per pod")
+    gpu_types: list[Annotated[str, Field(min_length=1, max_length=_SHORT_NAME)]] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS
+    )
+    min_gpu_memory_gib: float | None = Field(default=None, gt=0)
+    cpu: float = Field(default=1.0, gt=0, le=MAX_CPU_PER_POD, description="cores per pod")
+    memory_gib: float = Field(default=4.0, gt=0, le=MAX_MEMORY_GIB_PER_POD, description="memory per pod")
+    pods: int = Field(default=1, ge=1, le=MAX_PODS)
+    expected_duration_seconds: float | None = Field(default=None, gt=0)
     interruptible: bool = False
-    priority_class: str | None = None
-    data: list[dict[str, Any]] = Field(default_factory=list, description="[{location, size_gib}]")
+    priority_class: str | None = Field(
+        default=None, min_length=1, max_length=_column_length(PlacementRow.priority_class)
+    )
+    data: list[DataAsk] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     needs_rdma: bool = False
     needs_fast_storage: bool = False
-    failure_domains: list[str] = Field(default_factory=list)
-    avoid_failure_domains: list[str] = Field(default_factory=list)
-    avoid_clusters: list[str] = Field(default_factory=list)
-    spread_group: str | None = None
-    max_cost_per_hour: float | None = None
-    deadline: datetime | None = None
+    failure_domains: list[Annotated[str, Field(max_length=_SHORT_NAME)]] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS
+    )
+    avoid_failure_domains: list[Annotated[str, Field(max_length=_SHORT_NAME)]] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS
+    )
+    avoid_clusters: list[Annotated[str, Field(max_length=_SHORT_NAME)]] = Field(default_factory=list)
+    spread_group: str | None = Field(default=None, max_length=_SHORT_NAME)
+    max_cost_per_hour: float | None = Field(default=None, gt=0)
+    deadline: AwareDatetime | None = None
 
 
 class PlacementSubmit(BaseModel):

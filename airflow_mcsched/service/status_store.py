@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from airflow_mcsched.access.breaker import Breaker, BreakerSettings
 from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
 from airflow_mcsched.service.cluster_store import audit
 from airflow_mcsched.service.tables import ClusterStatusRow
@@ -125,8 +126,9 @@ def _status_of(row: ClusterStatusRow) -> ClusterStatus:
 
 
 class StatusStore:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, breaker: BreakerSettings | None = None) -> None:
         self.session = session
+        self.breaker = breaker or BreakerSettings()
 
     def all(self) -> dict[str, ClusterStatus]:
         return {r.cluster_name: _status_of(r) for r in self.session.scalars(select(ClusterStatusRow))}
@@ -159,23 +161,42 @@ class StatusStore:
         )
         return result.rowcount == 1
 
+    def may_read(self, cluster: str, now: datetime) -> bool:
+        """False while the cluster's circuit breaker is open and cooling down: no read is sent."""
+        row = self.session.get(ClusterStatusRow, cluster)
+        return row is None or _breaker_of(row).may_read(now, self.breaker)
+
     def record(self, obs: ClusterObservation, sync_seconds: float | None = None) -> ClusterStatus:
-        """Store a read; a cluster turning healthy or unhealthy also leaves an audit entry."""
+        """Store a read; a cluster turning healthy or unhealthy, or its breaker opening or closing,
+        also leaves an audit entry. While the breaker is open a good read is kept as the last
+        observation but the cluster stays unhealthy, with the breaker's explanation as its error."""
         row = self._row(obs.cluster)
-        if row.observed_at is not None and bool(row.healthy) != obs.healthy:
-            audit(self.session, SYNC_ACTOR, "cluster.health", "cluster", obs.cluster, healthy=obs.healthy,
-                  error=obs.error)  # fmt: skip
+        breaker = _breaker_of(row).after_read(obs.healthy, obs.observed_at, self.breaker)
+        open_because = breaker.explanation(obs.observed_at, self.breaker)
+        healthy = obs.healthy and open_because is None
+        error = obs.error if open_because is None else "; last error: ".join(filter(None, (open_because, obs.error)))
+        if row.observed_at is not None and bool(row.healthy) != healthy:
+            audit(self.session, SYNC_ACTOR, "cluster.health", "cluster", obs.cluster, healthy=healthy, error=error)
+        if (row.breaker_opened_at is None) != (breaker.opened_at is None):
+            audit(self.session, SYNC_ACTOR, "cluster.breaker", "cluster", obs.cluster,
+                  state="closed" if breaker.opened_at is None else "open", failures=breaker.failures)  # fmt: skip
         row.observed_at = obs.observed_at
         row.sync_seconds = sync_seconds
+        row.healthy, row.error = healthy, error
+        row.breaker_failures, row.breaker_successes, row.breaker_opened_at = (
+            breaker.failures,
+            breaker.successes,
+            breaker.opened_at,
+        )
         if obs.healthy:
-            row.healthy = True
-            row.error = None
             row.consecutive_failures = 0
             row.last_success_at = obs.observed_at
             row.observation = observation_to_json(obs)
         else:
-            row.healthy = False
-            row.error = obs.error
             row.consecutive_failures = (row.consecutive_failures or 0) + 1
         self.session.flush()
         return _status_of(row)
+
+
+def _breaker_of(row: ClusterStatusRow) -> Breaker:
+    return Breaker(row.breaker_failures or 0, row.breaker_successes or 0, row.breaker_opened_at)

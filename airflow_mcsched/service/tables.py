@@ -123,6 +123,10 @@ class ClusterStatusRow(Base):
     observation: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # the circuit breaker (airflow_mcsched.access.breaker): unforgiven failures, good reads in a row, opened
+    breaker_failures: Mapped[int] = mapped_column(Integer, default=0)
+    breaker_successes: Mapped[int] = mapped_column(Integer, default=0)
+    breaker_opened_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
 
 
 class AuditRow(Base):

@@ -32,7 +32,7 @@ class ClusterUnhealthy(_ClusterWide):
 
     def check(self, ctx, cluster, pool, capacity):
         if cluster.error is not None:
-            return f"its last capacity read failed: {cluster.error}"
+            return f"unhealthy: {cluster.error}"  # a failed read, or its circuit breaker is open
         return None
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from airflow.api_fastapi.core_api.security import GetUserDep
 from airflow.utils.session import create_session
 from fastapi import APIRouter, HTTPException
 
+from airflow_mcsched.service.auth import CallerDep
 from airflow_mcsched.service.cluster_store import ClusterNotFound, ClusterStore
 from airflow_mcsched.service.schemas import ClusterList, ClusterOut, ClusterStatusOut
 from airflow_mcsched.service.status_store import StatusStore
@@ -14,7 +14,7 @@ router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
 
 
 @router.get("", response_model=ClusterList, summary="All clusters with their live status")
-def list_clusters(user: GetUserDep) -> ClusterList:
+def list_clusters(caller: CallerDep) -> ClusterList:
     with create_session() as session:
         profiles = ClusterStore(session).list()
         statuses = StatusStore(session).all()
@@ -30,7 +30,7 @@ def list_clusters(user: GetUserDep) -> ClusterList:
 
 
 @router.get("/{name}", response_model=ClusterOut, summary="One cluster with its live status")
-def get_cluster(name: str, user: GetUserDep) -> ClusterOut:
+def get_cluster(name: str, caller: CallerDep) -> ClusterOut:
     with create_session() as session:
         try:
             profile = ClusterStore(session).get(name)

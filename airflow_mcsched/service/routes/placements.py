@@ -8,7 +8,7 @@ transaction, so its effect on the queue is decided before the answer goes back.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from airflow.utils.session import create_session
@@ -16,11 +16,13 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from airflow_mcsched.decision import RequestError
 from airflow_mcsched.service.auth import Caller, CallerDep, require_dag_edit
+from airflow_mcsched.service.errors import body_problems
 from airflow_mcsched.service.placement_store import (
     MissingTeam,
     PlacementConflict,
     PlacementNotFound,
     PlacementStore,
+    lock_then_now,
 )
 from airflow_mcsched.service.policy_source import current_policy
 from airflow_mcsched.service.schemas import (
@@ -37,10 +39,6 @@ from airflow_mcsched.service.schemas import (
 from airflow_mcsched.service.tables import PlacementRow
 
 router = APIRouter(prefix="/api/v1/placements", tags=["placements"])
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _check_owner(caller: Caller, task: TaskRef, holder_task_id: str | None = None) -> None:
@@ -62,15 +60,23 @@ def _task_of(row: PlacementRow) -> TaskRef:
     )
 
 
-def _act(placement_id: str, caller: Caller, action: Callable[[PlacementStore, datetime], PlacementRow]) -> PlacementOut:
+def _act(
+    placement_id: str,
+    caller: Caller,
+    action: Callable[[PlacementStore, datetime], PlacementRow],
+    frees_capacity: bool = False,
+) -> PlacementOut:
+    """Apply one change under the admission lock; decide the queue again only when the change freed
+    capacity (release, fault): a start, a renewal or a handover changes nothing the queue waits on."""
     with create_session() as session:
         store = PlacementStore(session, current_policy())
+        now = lock_then_now(session)
         try:
             row = store.get(placement_id)
             _check_owner(caller, _task_of(row), row.holder_task_id)
-            now = _now()
             row = action(store, now)
-            store.run_cycle(now)
+            if frees_capacity:
+                store.run_cycle(now)
             return store.out(row)
         except PlacementNotFound as err:
             raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
@@ -80,15 +86,25 @@ def _act(placement_id: str, caller: Caller, action: Callable[[PlacementStore, da
 
 @router.post("", response_model=PlacementOut, status_code=status.HTTP_201_CREATED, summary="Queue a placement")
 def submit_placement(body: PlacementSubmit, caller: CallerDep) -> PlacementOut:
+    """Queue the request (one short transaction), then decide it: under load the lock's next holder
+    runs one cycle for every request queued meanwhile, and the others find theirs already decided,
+    so concurrent submissions share cycles instead of each paying for one."""
     _check_owner(caller, body.task)
     with create_session() as session:
         store = PlacementStore(session, current_policy())
-        now = _now()
+        now = lock_then_now(session)
         try:
-            row = store.submit(body, caller.name, now, ti_id=caller.task.ti_id if caller.task else None)
-        except (RequestError, MissingTeam) as err:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(err)) from None
-        store.run_cycle(now)
+            placement_id = store.submit(body, caller.name, now, ti_id=caller.task.ti_id if caller.task else None).id
+        except RequestError as err:
+            raise body_problems(err.problems, ["body", "ask"]) from None
+        except MissingTeam as err:
+            raise body_problems([str(err)], ["body"]) from None
+    with create_session() as session:
+        store = PlacementStore(session, current_policy())
+        now = lock_then_now(session)
+        row = store.get(placement_id)
+        if row.decided_at is None:
+            store.run_cycle(now)
         return store.out(row)
 
 
@@ -134,13 +150,17 @@ def release_placement(placement_id: str, body: EndReport, caller: CallerDep) -> 
         placement_id,
         caller,
         lambda store, now: store.release(placement_id, body.outcome, body.message, now, caller.name),
+        frees_capacity=True,
     )
 
 
 @router.post("/{placement_id}/fault", response_model=PlacementOut, summary="The chosen cluster could not run it")
 def report_fault(placement_id: str, body: FaultReport, caller: CallerDep) -> PlacementOut:
     return _act(
-        placement_id, caller, lambda store, now: store.fail(placement_id, body.reason, body.message, now, caller.name)
+        placement_id,
+        caller,
+        lambda store, now: store.fail(placement_id, body.reason, body.message, now, caller.name),
+        frees_capacity=True,
     )
 
 

@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 from typing import Annotated, TypeVar
 
 from airflow.utils.session import create_session
-from fastapi import Depends, HTTPException, Query, status
+from fastapi import Depends, HTTPException, Query
 
 from airflow_mcsched.governance.usage import GROUP_KEYS, parse_group_by
 from airflow_mcsched.governance.window import ReportParamError, TimeWindow
+from airflow_mcsched.service import errors
 from airflow_mcsched.service.report_store import CostQuery, ReportStore
 
 T = TypeVar("T")
@@ -18,10 +19,7 @@ T = TypeVar("T")
 
 def unprocessable(err: ReportParamError) -> HTTPException:
     """The same shape as FastAPI's own validation errors, so clients read one format."""
-    return HTTPException(
-        status.HTTP_422_UNPROCESSABLE_CONTENT,
-        detail=[{"loc": ["query", err.field], "msg": err.message, "type": "value_error"}],
-    )
+    return errors.unprocessable([errors.field_problem(["query", err.field], err.message)])
 
 
 def window_of(since: str | None, until: str | None, now: datetime) -> TimeWindow:
