@@ -28,12 +28,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--lease-seconds", type=float, default=LoadSettings.lease_seconds)
     parser.add_argument("--api-workers", type=int, default=LoadSettings.api_workers)
+    parser.add_argument(
+        "--hold",
+        type=lambda v: tuple(float(x) for x in v.split(",")),
+        default=LoadSettings.hold_seconds,
+        help="MIN,MAX seconds a client holds a started grant before releasing it (default 0.2,0.8)",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the Airflow home (logs) here instead of a temporary one")
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
     args = parser.parse_args(argv)
 
     settings = LoadSettings(
-        clients=args.clients, seconds=args.seconds, lease_seconds=args.lease_seconds, api_workers=args.api_workers
+        clients=args.clients,
+        seconds=args.seconds,
+        lease_seconds=args.lease_seconds,
+        api_workers=args.api_workers,
+        hold_seconds=args.hold,
     )
     outcome = run_load(args.db, settings, args.workdir)
     print(format_report(args.db, settings, outcome.figures, outcome.invariants))
