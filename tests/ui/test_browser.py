@@ -102,27 +102,30 @@ def wait_for(driver, predicate, timeout: float = 20.0, what: str = "the page"):
     return WebDriverWait(driver, timeout).until(lambda d: predicate(d), message=f"waiting for {what}")
 
 
-def open_from_menu(driver, menu: str, entry: str) -> None:
+def open_from_menu(driver, menu: str, entry: str, route: str) -> None:
     """Click the UI's menu button until its entry shows (the menu fills in once the plugin list has
-    loaded), then the entry."""
+    loaded), then the entry, until the browser is on `route`: a click that lands while the UI
+    re-renders is lost, so the whole gesture is repeated, never a fixed sleep."""
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
 
-    def opened(d) -> bool:
+    def arrived(d) -> bool:
+        if d.current_url.endswith(route):
+            return True
         try:
             entries = [
                 e for e in d.find_elements(By.XPATH, f"//*[normalize-space(text())='{entry}']") if e.is_displayed()
             ]
             if entries:
                 entries[0].click()
-                return True
-            for button in d.find_elements(By.XPATH, f"//button[normalize-space(.)='{menu}']")[:1]:
-                button.click()
+            else:
+                for button in d.find_elements(By.XPATH, f"//button[normalize-space(.)='{menu}']")[:1]:
+                    button.click()
         except WebDriverException:
             pass  # re-rendered under our feet: try again
-        return False
+        return d.current_url.endswith(route)
 
-    wait_for(driver, opened, what=f"{menu} > {entry}")
+    wait_for(driver, arrived, timeout=45.0, what=f"{menu} > {entry} to reach {route}")
 
 
 def body_text(driver) -> str:
@@ -169,8 +172,7 @@ def test_a_page_opened_without_login_goes_through_airflows_login_and_back(ui_dep
 
 def test_fleet_from_the_airflow_ui_plugins_menu(ui_deployment, browser):
     browser.get(ui_deployment.stack.url + "/")
-    open_from_menu(browser, "Plugins", "GPU Fleet")
-    wait_for(browser, lambda d: d.current_url.endswith("/plugin/mcsched-fleet"), what="the plugin route")
+    open_from_menu(browser, "Plugins", "GPU Fleet", "/plugin/mcsched-fleet")
     in_plugin_frame(browser, "baremetal-t4")
     text = body_text(browser)
     for cluster in FLEET.clusters:
