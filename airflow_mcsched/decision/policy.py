@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -88,6 +88,26 @@ class TeamQuota(_Strict):
         return value
 
 
+UserName = Annotated[str, Field(min_length=1)]
+
+
+def _user_list(value: Any) -> Any:
+    """A YAML author's likeliest slip (`members: alice`) gets an error that shows the fix."""
+    if isinstance(value, str) or value is None:
+        raise ValueError(f"give a list of Airflow user names, e.g. [{value or 'alice'}, bob]")
+    return value
+
+
+class TeamAccess(_Strict):
+    """Who belongs to a team (Airflow user names), and whether outsiders may read its placements,
+    costs and audit entries. A user may be in several teams."""
+
+    members: tuple[UserName, ...] = ()
+    private: bool = False
+
+    _members_list = field_validator("members", mode="before")(_user_list)
+
+
 class Policy(_Strict):
     """Everything about placement an operator may change at run time.
 
@@ -116,6 +136,12 @@ class Policy(_Strict):
     preemption: bool = True
     reclaim_borrowed_quota: bool = True
     runners_up: int = Field(default=3, ge=0)
+    teams: dict[Annotated[str, Field(min_length=1)], TeamAccess] = Field(
+        default_factory=dict, description="team -> members and privacy; a team not listed is public"
+    )
+    admins: tuple[UserName, ...] = Field(default=(), description="Airflow users who see every team, private or not")
+
+    _admins_list = field_validator("admins", mode="before")(_user_list)
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:

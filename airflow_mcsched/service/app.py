@@ -10,9 +10,11 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from airflow_mcsched import __version__
+from airflow_mcsched.decision import PolicyError
 from airflow_mcsched.service.background import BackgroundWork
 from airflow_mcsched.service.body_limit import BodySizeLimit
 from airflow_mcsched.service.settings import ServiceSettings
@@ -39,6 +41,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit)
+    app.add_exception_handler(PolicyError, _policy_broken)
     from airflow_mcsched.service.routes import clusters, governance, placements, reports
 
     app.include_router(clusters.router)
@@ -49,3 +52,12 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
 
     install_pages(app)
     return app
+
+
+async def _policy_broken(request: Request, exc: Exception) -> JSONResponse:
+    """A policy file that does not parse stops the service from deciding or showing anything (it
+    may say who is private); the answer names the field to fix instead of a bare 500."""
+    return JSONResponse(
+        status_code=503,
+        content={"detail": f"the placement policy ([mcsched] policy_file) is invalid; fix it and retry: {exc}"},
+    )

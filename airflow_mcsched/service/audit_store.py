@@ -11,11 +11,12 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
+from sqlalchemy import and_, not_, select
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.governance.window import ReportParamError
 from airflow_mcsched.service.tables import AuditRow
+from airflow_mcsched.service.visibility import EVERYTHING, Visibility
 
 MAX_LIMIT = 1000
 MAX_CURSOR = 2**31 - 1  # ids are an INTEGER column: a larger cursor cannot be one of ours
@@ -57,9 +58,11 @@ def audit_page(
     subject: str | None = None,
     limit: int = 100,
     cursor: str | None = None,
+    seen: Visibility = EVERYTHING,
 ) -> AuditPage:
     """Entries in [since, until) matching every filter given, newest first. `action` ending in `*`
-    matches a prefix (`placement.*`); the others match exactly."""
+    matches a prefix (`placement.*`); the others match exactly. Entries about placements `seen`
+    may not read are left out (in the query, so pages stay full and cursors stable)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise ReportParamError("limit", f"{limit} is out of range; ask for 1 to {MAX_LIMIT} entries per page")
     q = select(AuditRow).order_by(AuditRow.id.desc()).limit(limit + 1)
@@ -78,6 +81,9 @@ def audit_page(
         q = q.where(AuditRow.actor == actor)
     if subject:
         q = q.where(AuditRow.subject == subject)
+    hidden = seen.hidden_placement_ids()
+    if hidden is not None:
+        q = q.where(not_(and_(AuditRow.subject_kind == "placement", AuditRow.subject.in_(hidden))))
     rows = session.scalars(q).all()
     entries = [AuditEntry.model_validate(r) for r in rows[:limit]]
     return AuditPage(entries=entries, next_cursor=str(entries[-1].id) if len(rows) > limit else None)

@@ -23,6 +23,7 @@ from airflow_mcsched.service.task_tokens import (
     is_task_token,
     verify_task_token,
 )
+from airflow_mcsched.service.visibility import Visibility, visibility_for
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,13 @@ def require_dag_edit(caller: Caller, dag_id: str) -> None:
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+def caller_visibility(caller: CallerDep) -> Visibility:
+    """Which placements the caller may read (sync: a database-backed auth manager may be asked)."""
+    from airflow_mcsched.service.policy_source import current_policy
+
+    return visibility_for(caller, current_policy())
+
+
+VisibilityDep = Annotated[Visibility, Depends(caller_visibility)]

@@ -18,13 +18,10 @@ log = logging.getLogger(__name__)
 
 
 def run_admission_cycle(*_: object) -> None:
-    from airflow.utils.session import create_session
+    """Through this process's runner, so a timer tick joins a cycle that callers already asked for."""
+    from airflow_mcsched.service.admission_runner import admission_runner
 
-    from airflow_mcsched.service.placement_store import PlacementStore, lock_then_now
-    from airflow_mcsched.service.policy_source import current_policy
-
-    with create_session() as session:
-        PlacementStore(session, current_policy()).run_cycle(lock_then_now(session))
+    admission_runner().decide_after_change()
 
 
 def _every(interval: float, stop: threading.Event, work: Callable[[], None], what: str) -> None:

@@ -1,9 +1,14 @@
 """The placement queue and its admission cycle, kept in the metadata DB.
 
-Every change to placements goes through one session that first takes the admission lock row
-(`take_admission_lock`): on PostgreSQL a row lock, on SQLite the single writer. So an admission
-cycle sees a consistent queue and set of reservations, and two API-server processes can never
-both grant the same free GPUs. The engine decides; this module only loads, asks and records.
+An admission cycle first takes the admission lock row (`take_admission_lock`), so two API-server
+processes never both grant the same free GPUs, then locks the rows it decides on: the pending
+placements and those holding an active reservation, in id order, then their reservations. Other
+writes take only the row of the placement they change (and its reservation, in that order): a
+submission inserts a new row, a start, renewal or release locks one placement. They never wait for
+each other, only for a cycle that holds their row; and a cycle never decides on a row that a write
+changed under it. On SQLite (one writer at a time anyway) every write takes the admission lock
+first, as the single writer it gets in any case, so no transaction has to upgrade a read to a write.
+The engine decides; this module only loads, asks and records.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -32,7 +37,8 @@ from airflow_mcsched.service.placement_mapping import (
 from airflow_mcsched.service.policy_audit import record_policy_change
 from airflow_mcsched.service.schemas import PlacementOut, PlacementState, PlacementSubmit
 from airflow_mcsched.service.tables import AdmissionLockRow, PlacementRow, ReservationRow
-from airflow_mcsched.service.view_loader import load_view
+from airflow_mcsched.service.view_loader import cached_view
+from airflow_mcsched.service.visibility import EVERYTHING, Visibility
 
 
 class PlacementNotFound(LookupError):
@@ -63,6 +69,14 @@ def take_admission_lock(session: Session, now: datetime) -> None:
             session.add(AdmissionLockRow(id=1, cycles=1, last_cycle_at=now))
     except IntegrityError:  # another process created it first: lock it now
         session.execute(stmt)
+
+
+def serialise_on_sqlite(session: Session, now: datetime) -> None:
+    """SQLite has one writer: take the admission lock first so a read is never upgraded to a write
+    (which SQLite refuses at once when another writer committed in between). PostgreSQL writers
+    lock rows instead (`PlacementStore._row(..., lock=True)`)."""
+    if session.get_bind().dialect.name == "sqlite":
+        take_admission_lock(session, now)
 
 
 def lock_then_now(session: Session) -> datetime:
@@ -99,18 +113,40 @@ class PlacementStore:
     def __init__(self, session: Session, policy: Policy) -> None:
         self.session = session
         self.policy = policy
+        self._serialised = False  # SQLite: the admission lock is held by this transaction
+        self._locked: set[str] = set()  # placements whose rows this transaction has locked
 
     # -- reading --------------------------------------------------------------------------------
-    def _row(self, placement_id: str) -> PlacementRow:
-        row = self.session.get(PlacementRow, placement_id)
+    def _row(self, placement_id: str, lock: bool = False) -> PlacementRow:
+        """The placement; with `lock`, its row locked for this transaction and read afresh (a
+        cycle that held it may have changed it meanwhile)."""
+        row = self.session.get(PlacementRow, placement_id, with_for_update=lock, populate_existing=lock)
         if row is None:
             raise PlacementNotFound(placement_id)
         return row
 
-    def _reservation(self, placement_id: str) -> ReservationRow | None:
-        return self.session.scalars(
-            select(ReservationRow).where(ReservationRow.placement_id == placement_id)
-        ).one_or_none()
+    def _reservation(self, placement_id: str, lock: bool = False) -> ReservationRow | None:
+        q = select(ReservationRow).where(ReservationRow.placement_id == placement_id)
+        if lock:
+            q = q.with_for_update().execution_options(populate_existing=True)
+        return self.session.scalars(q).one_or_none()
+
+    def _writable(self, placement_id: str, now: datetime) -> tuple[PlacementRow, ReservationRow | None]:
+        """A write's rows, locked in the order cycles lock them: the placement, then its reservation."""
+        if not self._serialised:
+            serialise_on_sqlite(self.session, now)
+            self._serialised = True
+        fresh = placement_id not in self._locked
+        row = self._row(placement_id, lock=fresh)
+        res = self._reservation(placement_id, lock=fresh)
+        self._locked.add(placement_id)
+        return row, res
+
+    def lock(self, placement_id: str) -> datetime:
+        """Lock a placement for a write in this transaction, then read the clock: a time taken
+        after the lock follows the commit of any cycle that held the row (see `lock_then_now`)."""
+        self._writable(placement_id, datetime.now(UTC))
+        return datetime.now(UTC)
 
     def out(self, row: PlacementRow) -> PlacementOut:
         reservation = self._reservation(row.id)
@@ -123,8 +159,12 @@ class PlacementStore:
                 pass  # the cluster was deleted since; the lineage keeps its name
         return placement_out(row, reservation, namespace, connection_id)
 
-    def get(self, placement_id: str) -> PlacementRow:
-        return self._row(placement_id)
+    def get(self, placement_id: str, seen: Visibility = EVERYTHING) -> PlacementRow:
+        """The placement; one the reader may not see is as missing as one that does not exist."""
+        row = self._row(placement_id)
+        if not seen.sees(row):
+            raise PlacementNotFound(placement_id)
+        return row
 
     def list(
         self,
@@ -134,8 +174,9 @@ class PlacementStore:
         team: str | None = None,
         state: PlacementState | None = None,
         limit: int = 500,
+        seen: Visibility = EVERYTHING,
     ) -> Sequence[PlacementRow]:
-        q = select(PlacementRow).order_by(PlacementRow.queued_at, PlacementRow.id).limit(limit)
+        q = seen.placements(select(PlacementRow).order_by(PlacementRow.queued_at, PlacementRow.id).limit(limit))
         for column, value in (
             (PlacementRow.dag_id, dag_id),
             (PlacementRow.run_id, run_id),
@@ -149,21 +190,13 @@ class PlacementStore:
 
     # -- writing (each call takes the admission lock first) ---------------------------------------
     def submit(self, submit: PlacementSubmit, actor: str, now: datetime, ti_id: str | None = None) -> PlacementRow:
-        """Queue a placement; the same (task try, attempt) returns the placement already queued."""
-        take_admission_lock(self.session, now)
-        t = submit.task
-        existing = self.session.scalars(
-            select(PlacementRow).where(
-                PlacementRow.dag_id == t.dag_id,
-                PlacementRow.run_id == t.run_id,
-                PlacementRow.task_id == t.task_id,
-                PlacementRow.map_index == t.map_index,
-                PlacementRow.try_number == t.try_number,
-                PlacementRow.attempt == submit.attempt,
-            )
-        ).one_or_none()
+        """Queue a placement; the same (task try, attempt) returns the placement already queued,
+        also when two copies race (the unique key refuses the second insert)."""
+        serialise_on_sqlite(self.session, now)
+        existing = self._same_attempt(submit)
         if existing is not None:
             return existing
+        t = submit.task
         team, project = team_and_project(submit)
         row_id = uuid.uuid4().hex
         request = engine_request(row_id, submit.ask, team, project, now)
@@ -188,20 +221,57 @@ class PlacementStore:
             queued_at=now,
             gpus=request.gpu_equivalent,
         )
-        self.session.add(row)
-        self.session.flush()
+        try:
+            with self.session.begin_nested():
+                self.session.add(row)
+        except IntegrityError:
+            existing = self._same_attempt(submit)
+            if existing is None:
+                raise
+            return existing
         audit(self.session, actor, "placement.submit", "placement", row_id, task=t.model_dump(), attempt=submit.attempt)
         return row
 
-    def run_cycle(self, now: datetime, actor: str = "admission") -> CycleReport:
-        """Decide the whole pending queue at once and record every decision with its explanation."""
-        take_admission_lock(self.session, now)
-        pending = self.session.scalars(
-            select(PlacementRow).where(PlacementRow.state == PlacementState.PENDING.value)
+    def _same_attempt(self, submit: PlacementSubmit) -> PlacementRow | None:
+        t = submit.task
+        return self.session.scalars(
+            select(PlacementRow).where(
+                PlacementRow.dag_id == t.dag_id,
+                PlacementRow.run_id == t.run_id,
+                PlacementRow.task_id == t.task_id,
+                PlacementRow.map_index == t.map_index,
+                PlacementRow.try_number == t.try_number,
+                PlacementRow.attempt == submit.attempt,
+            )
+        ).one_or_none()
+
+    def run_cycle(self, now: datetime | None = None, actor: str = "admission") -> CycleReport:
+        """Decide the whole pending queue at once and record every decision with its explanation.
+
+        Without `now`, the clock is read once every row the cycle decides on is locked: a write
+        that held one of them committed before, so its times precede the cycle's (grants never
+        appear to start before the release that made room for them)."""
+        take_admission_lock(self.session, now or datetime.now(UTC))
+        held = select(ReservationRow.placement_id).where(ReservationRow.active.is_(True))
+        locked = self.session.scalars(
+            select(PlacementRow)
+            .where(or_(PlacementRow.state == PlacementState.PENDING.value, PlacementRow.id.in_(held)))
+            .order_by(PlacementRow.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
         ).all()
+        pending = [r for r in locked if r.state == PlacementState.PENDING.value]
+        pending.sort(key=lambda r: (r.queued_at, r.id))
         record_policy_change(self.session, self.policy)
-        active = self.session.scalars(select(ReservationRow).where(ReservationRow.active.is_(True))).all()
-        view = load_view(self.session, now)
+        active = self.session.scalars(
+            select(ReservationRow)
+            .where(ReservationRow.active.is_(True))
+            .order_by(ReservationRow.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        ).all()
+        now = now or datetime.now(UTC)
+        view = cached_view(self.session, now)
         self._renew_observed(active, view, now)
         active = self._reclaim_idle(active, view, now)
         result = decide(view, [request_of(r) for r in pending], [reservation_of(r) for r in active], self.policy, now)
@@ -254,8 +324,7 @@ class PlacementStore:
 
     def handover(self, placement_id: str, task_id: str, now: datetime, actor: str) -> PlacementRow:
         """Let another task of the same DAG run (any try) act on this placement from now on."""
-        take_admission_lock(self.session, now)
-        row = self._row(placement_id)
+        row, _ = self._writable(placement_id, now)
         if not PlacementState(row.state).holds_capacity:
             raise PlacementConflict(f"placement {placement_id} is {row.state}; only a granted placement is handed over")
         row.holder_task_id = task_id
@@ -330,16 +399,13 @@ class PlacementStore:
 
     def renew(self, placement_id: str, now: datetime) -> PlacementRow:
         """Extend the lease of a placement that holds capacity; a preempted one learns it here."""
-        take_admission_lock(self.session, now)
-        row = self._row(placement_id)
-        res = self._reservation(placement_id)
+        row, res = self._writable(placement_id, now)
         if PlacementState(row.state).holds_capacity and res is not None and res.active:
             res.expires_at = now + self.policy.lease
         return row
 
     def start(self, placement_id: str, pod_name: str, now: datetime) -> PlacementRow:
-        take_admission_lock(self.session, now)
-        row = self._row(placement_id)
+        row, res = self._writable(placement_id, now)
         if row.state == PlacementState.RUNNING.value and row.pod_name == pod_name:
             return row  # a repeated report
         if row.state != PlacementState.ADMITTED.value:
@@ -347,16 +413,13 @@ class PlacementStore:
         row.state = PlacementState.RUNNING.value
         row.started_at = now
         row.pod_name = pod_name
-        res = self._reservation(placement_id)
         if res is not None:
             res.expires_at = now + self.policy.lease
         return row
 
     def release(self, placement_id: str, outcome: str, message: str, now: datetime, actor: str) -> PlacementRow:
         """The step ended (or was stopped): free its capacity and record GPU-hours and cost."""
-        take_admission_lock(self.session, now)
-        row = self._row(placement_id)
-        res = self._reservation(placement_id)
+        row, res = self._writable(placement_id, now)
         state = PlacementState(row.state)
         stopping_victim = state is PlacementState.PREEMPTED and res is not None and res.active
         if state.final and not stopping_victim:
@@ -371,10 +434,9 @@ class PlacementStore:
 
     def fail(self, placement_id: str, reason: str, message: str, now: datetime, actor: str) -> PlacementRow:
         """The chosen cluster could not run the step: free the capacity; the next attempt avoids it."""
-        take_admission_lock(self.session, now)
-        row = self._row(placement_id)
+        row, res = self._writable(placement_id, now)
         if not PlacementState(row.state).final:
-            self._end(row, self._reservation(placement_id), PlacementState.FAILED, f"{reason}: {message}", now)
+            self._end(row, res, PlacementState.FAILED, f"{reason}: {message}", now)
             audit(
                 self.session,
                 actor,

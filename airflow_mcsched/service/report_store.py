@@ -27,6 +27,7 @@ from airflow_mcsched.governance.window import TimeWindow
 from airflow_mcsched.service.placement_mapping import reservation_of
 from airflow_mcsched.service.tables import NodePoolRow, PlacementRow, ReservationRow
 from airflow_mcsched.service.view_loader import load_view
+from airflow_mcsched.service.visibility import EVERYTHING, Visibility
 
 _USAGE_COLUMNS = (
     PlacementRow.id,
@@ -57,14 +58,17 @@ class CostQuery:
 
 
 class ReportStore:
-    """Report queries within one session (read only)."""
+    """Report queries within one session (read only), as `seen` may read them: the rows of teams
+    hidden from the reader are folded into one `other (private)` group (see `service.visibility`)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, seen: Visibility = EVERYTHING) -> None:
         self.session = session
+        self.seen = seen
 
     # -- loading -------------------------------------------------------------------------------
     def usages(self, window: TimeWindow, team: str | None = None, project: str | None = None) -> list[PlacementUsage]:
-        """Placements that overlap the window: queued before its end, not ended before its start."""
+        """Placements that overlap the window: queued before its end, not ended before its start.
+        Filtered by team or project, a hidden team's rows are left out rather than folded."""
         q = select(*_USAGE_COLUMNS).where(
             PlacementRow.queued_at < window.until,
             or_(PlacementRow.ended_at.is_(None), PlacementRow.ended_at >= window.since),
@@ -73,7 +77,9 @@ class ReportStore:
             q = q.where(PlacementRow.team == team)
         if project is not None:
             q = q.where(PlacementRow.project == project)
-        return [PlacementUsage(*row) for row in self.session.execute(q)]
+        if team is not None or project is not None:
+            q = self.seen.teams(q)
+        return [self.seen.fold_usage(PlacementUsage(*row)) for row in self.session.execute(q)]
 
     def cluster_gpus(self) -> dict[str, int]:
         """GPUs per cluster as its node pools declare them (nodes x GPUs per node)."""
@@ -109,7 +115,9 @@ class ReportStore:
         return waiting_times(self.usages(window, team), window, now)
 
     def quota(self, policy: Policy) -> list[QuotaUse]:
-        return quota_use(policy.quotas, [h.reservation for h in self.held_reservations()])
+        """A hidden team's quota entries are left out and its GPUs held shown as `other (private)`."""
+        quotas = [q for q in policy.quotas if self.seen.sees_team(q.team)]
+        return quota_use(quotas, [self.seen.fold_reservation(h.reservation) for h in self.held_reservations()])
 
     def capacity(self, policy: Policy, now: datetime) -> CapacityReport:
         view = load_view(self.session, now)
@@ -126,4 +134,5 @@ class ReportStore:
 
     def reclaimable(self, policy: Policy, now: datetime) -> list[ReclaimCandidate]:
         view = load_view(self.session, now)
-        return find_reclaimable(self.held_reservations(), view, now, policy.idle_reservation)
+        found = find_reclaimable(self.held_reservations(), view, now, policy.idle_reservation)
+        return [c for c in found if self.seen.sees_team(c.team)]

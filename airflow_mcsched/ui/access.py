@@ -1,4 +1,5 @@
-"""Who may see a page: anyone logged in to Airflow, checked exactly as the service's JSON API checks it.
+"""Who may see a page: anyone logged in to Airflow, checked exactly as the service's JSON API checks
+it; what a page shows of a private team is what the API would answer that caller (`page_visibility`).
 
 The Airflow UI keeps its login in the `_token` cookie (the login page sets it on the UI's base path,
 JWTRefreshMiddleware renews it), and it shows our pages in a same-origin iframe, so the browser sends
@@ -17,6 +18,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
 from airflow_mcsched.service.auth import Caller, get_caller
+from airflow_mcsched.service.visibility import Visibility, visibility_for
 
 
 class LoginRequired(Exception):
@@ -52,3 +54,13 @@ async def redirect_to_login(request: Request, exc: Exception) -> RedirectRespons
 
 
 PageCaller = Annotated[Caller, Depends(page_caller)]
+
+
+def page_visibility(caller: PageCaller) -> Visibility:
+    """Which placements the page's reader may see, by the same rule as the API."""
+    from airflow_mcsched.service.policy_source import current_policy
+
+    return visibility_for(caller, current_policy())
+
+
+PageVisibility = Annotated[Visibility, Depends(page_visibility)]

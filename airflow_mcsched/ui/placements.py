@@ -2,7 +2,8 @@
 placement with the engine's explanation (chosen pool and score parts, runners-up, each rejected
 cluster with its reason code).
 
-They read the same rows and the same `PlacementOut` the JSON API answers with, newest first.
+They read the same rows and the same `PlacementOut` the JSON API answers with, newest first, and
+hide what the API hides from the reader (another team's private placements).
 """
 
 from __future__ import annotations
@@ -20,19 +21,22 @@ from sqlalchemy.orm import Session
 from airflow_mcsched.service.placement_store import PlacementNotFound, PlacementStore
 from airflow_mcsched.service.schemas import PlacementOut, PlacementState
 from airflow_mcsched.service.tables import PlacementRow
-from airflow_mcsched.ui.access import PageCaller
+from airflow_mcsched.service.visibility import EVERYTHING, Visibility
+from airflow_mcsched.ui.access import PageCaller, PageVisibility
 from airflow_mcsched.ui.nav import UI_PREFIX
 from airflow_mcsched.ui.templating import render
 
 router = APIRouter(prefix="/ui/placements", include_in_schema=False)
 
 
-def newest_first(session: Session, filters: dict[str, str], limit: int) -> Sequence[PlacementRow]:
-    """Placements matching every given filter (exact match), newest first, so a long history shows
-    its latest runs."""
+def newest_first(
+    session: Session, filters: dict[str, str], limit: int, seen: Visibility = EVERYTHING
+) -> Sequence[PlacementRow]:
+    """Placements matching every given filter (exact match) that the reader may see, newest first,
+    so a long history shows its latest runs."""
     wanted = [getattr(PlacementRow, name) == value for name, value in filters.items() if value]
     q = select(PlacementRow).where(*wanted).order_by(PlacementRow.queued_at.desc(), PlacementRow.id).limit(limit)
-    return session.scalars(q).all()
+    return session.scalars(seen.placements(q)).all()
 
 
 def _store(session: Session) -> PlacementStore:
@@ -52,6 +56,7 @@ def airflow_task_path(p: PlacementOut) -> str:
 def placements_page(
     request: Request,
     caller: PageCaller,
+    seen: PageVisibility,
     dag_id: str = "",
     run_id: str = "",
     task_id: str = "",
@@ -64,7 +69,7 @@ def placements_page(
     filters = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "team": team, "state": state}
     with create_session() as session:
         store = _store(session)
-        placements = [store.out(r) for r in newest_first(session, filters, limit)]
+        placements = [store.out(r) for r in newest_first(session, filters, limit, seen)]
     runs = [(key, list(group)) for key, group in groupby(placements, key=lambda p: (p.task.dag_id, p.task.run_id))]
     return render(
         request,
@@ -81,14 +86,14 @@ def placements_page(
 
 @router.get("/of-task", response_class=HTMLResponse)
 def task_placement(
-    request: Request, caller: PageCaller, dag_id: str, run_id: str, task_id: str, map_index: int = -1
+    request: Request, seen: PageVisibility, dag_id: str, run_id: str, task_id: str, map_index: int = -1
 ) -> Response:
     """Where the task's extra link lands: its latest attempt's page, or its (empty) list while it has none."""
     from airflow.utils.session import create_session
 
     with create_session() as session:
         latest = session.scalars(
-            select(PlacementRow.id)
+            seen.placements(select(PlacementRow.id))
             .where(
                 PlacementRow.dag_id == dag_id,
                 PlacementRow.run_id == run_id,
@@ -105,18 +110,18 @@ def task_placement(
 
 
 @router.get("/{placement_id}", response_class=HTMLResponse)
-def placement_page(request: Request, caller: PageCaller, placement_id: str) -> HTMLResponse:
+def placement_page(request: Request, caller: PageCaller, seen: PageVisibility, placement_id: str) -> HTMLResponse:
     from airflow.utils.session import create_session
 
     with create_session() as session:
         store = _store(session)
         try:
-            placement = store.out(store.get(placement_id))
+            placement = store.out(store.get(placement_id, seen))
         except PlacementNotFound:
             return render(request, "not_found.html", what=f"placement {placement_id}", caller=caller, status_code=404)
         t = placement.task
         same_task = {"dag_id": t.dag_id, "run_id": t.run_id, "task_id": t.task_id}
-        attempts = [store.out(r) for r in newest_first(session, same_task, 100) if r.map_index == t.map_index]
+        attempts = [store.out(r) for r in newest_first(session, same_task, 100, seen) if r.map_index == t.map_index]
     return render(
         request,
         "placement.html",

@@ -184,6 +184,23 @@ def test_a_token_for_a_real_task_but_a_forged_identity_is_refused(api_client, pr
     assert r.status_code == 403, r.text
 
 
+def test_a_task_reads_and_acts_on_its_own_placement_of_a_private_team(
+    api_client, user_tokens, probe_tasks, owners_placement, tmp_path, monkeypatch
+):
+    """Privacy hides a team from other people, not a task from its own placement (nor its DAG run's)."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("teams: {ml: {private: true}}\n")  # nobody is a member: only admins and the task see it
+    monkeypatch.setenv("AIRFLOW__MCSCHED__POLICY_FILE", str(policy))
+    path = f"{API}/placements/{owners_placement}"
+    for token in (task_token(probe_tasks["owner"]), task_token(probe_tasks["neighbour"]), user_tokens["admin"]):
+        assert api_client.get(path, headers=bearer(token)).status_code == 200
+    listed = api_client.get(f"{API}/placements", headers=bearer(task_token(probe_tasks["owner"]))).json()
+    assert [p["id"] for p in listed["placements"]] == [owners_placement]  # not the seeded one of another run
+    assert api_client.get(path, headers=bearer(user_tokens["viewer"])).status_code == 404
+    renewed = api_client.post(f"{path}/renew", headers=bearer(task_token(probe_tasks["owner"])))
+    assert renewed.status_code == 200, renewed.text
+
+
 # -- secrets never leave where they are kept ---------------------------------------------------
 
 

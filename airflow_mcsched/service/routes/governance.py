@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from airflow_mcsched.governance.reclaim import ReclaimCandidate
 from airflow_mcsched.governance.window import parse_instant
 from airflow_mcsched.service.audit_store import MAX_LIMIT, AuditPage, audit_page
-from airflow_mcsched.service.auth import CallerDep
+from airflow_mcsched.service.auth import VisibilityDep
 from airflow_mcsched.service.policy_source import current_policy
 from airflow_mcsched.service.routes.report_params import read_report
 
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/api/v1", tags=["governance"])
 
 @router.get("/audit", response_model=AuditPage, summary="Audit entries, newest first, a page at a time")
 def get_audit(
-    caller: CallerDep,
+    seen: VisibilityDep,
     since: str | None = None,
     until: str | None = None,
     action: Annotated[str | None, Query(description="exact, or a prefix ending in '*' (placement.*)")] = None,
@@ -29,13 +29,13 @@ def get_audit(
 ) -> AuditPage:
     def build(store, now):
         start, end = parse_instant(since, "since", now), parse_instant(until, "until", now)
-        return audit_page(store.session, start, end, action, actor, subject, limit, cursor)
+        return audit_page(store.session, start, end, action, actor, subject, limit, cursor, seen)
 
-    return read_report(build)
+    return read_report(build, seen)
 
 
 @router.get("/reclaim", summary="Reservations due to be reclaimed: expired leases and idle grants")
-def get_reclaim(caller: CallerDep) -> dict[str, list[ReclaimCandidate]]:
+def get_reclaim(seen: VisibilityDep) -> dict[str, list[ReclaimCandidate]]:
     """The admission cycle reclaims these on its next run (each with an audit entry by `mcsched-reclaim`)."""
     policy = current_policy()
-    return {"reservations": read_report(lambda store, now: store.reclaimable(policy, now))}
+    return {"reservations": read_report(lambda store, now: store.reclaimable(policy, now), seen)}

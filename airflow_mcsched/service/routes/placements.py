@@ -1,28 +1,31 @@
 """Placements: submit, read (with the explanation), renew, start, release, report a cluster fault.
 
-Tasks act on their own placements only (their token names the task instance); people read all
-and may act where Airflow lets them edit the DAG. Each write runs an admission cycle in the same
-transaction, so its effect on the queue is decided before the answer goes back.
+Tasks act on their own placements only (their token names the task instance); people read what
+the policy lets them see (a private team's placements only its members and admins,
+`service/visibility.py`) and act where Airflow lets them edit the DAG. A write commits on its own rows first; a write
+that changes what the queue waits on (submit, release, fault) then waits for an admission cycle
+begun after its commit (`admission_runner`), so its effect on the queue is decided before the
+answer goes back, and concurrent writers share that cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from airflow.utils.session import create_session
 from fastapi import APIRouter, HTTPException, Query, status
 
 from airflow_mcsched.decision import RequestError
-from airflow_mcsched.service.auth import Caller, CallerDep, require_dag_edit
+from airflow_mcsched.service.admission_runner import admission_runner
+from airflow_mcsched.service.auth import Caller, CallerDep, VisibilityDep, require_dag_edit
 from airflow_mcsched.service.errors import body_problems
 from airflow_mcsched.service.placement_store import (
     MissingTeam,
     PlacementConflict,
     PlacementNotFound,
     PlacementStore,
-    lock_then_now,
 )
 from airflow_mcsched.service.policy_source import current_policy
 from airflow_mcsched.service.schemas import (
@@ -66,51 +69,54 @@ def _act(
     action: Callable[[PlacementStore, datetime], PlacementRow],
     frees_capacity: bool = False,
 ) -> PlacementOut:
-    """Apply one change under the admission lock; decide the queue again only when the change freed
-    capacity (release, fault): a start, a renewal or a handover changes nothing the queue waits on."""
-    with create_session() as session:
-        store = PlacementStore(session, current_policy())
-        now = lock_then_now(session)
-        try:
+    """Apply one change with the placement's row locked; when it freed capacity (release, fault),
+    wait for a cycle to decide the queue again: a start, a renewal or a handover changes nothing the
+    queue waits on."""
+    try:
+        with create_session() as session:
+            store = PlacementStore(session, current_policy())
+            now = store.lock(placement_id)
             row = store.get(placement_id)
             _check_owner(caller, _task_of(row), row.holder_task_id)
-            row = action(store, now)
-            if frees_capacity:
-                store.run_cycle(now)
-            return store.out(row)
-        except PlacementNotFound as err:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
-        except PlacementConflict as err:
-            raise HTTPException(status.HTTP_409_CONFLICT, str(err)) from None
+            out = store.out(action(store, now))
+        if frees_capacity:  # the placement's own answer is final; the wait is for the queue it freed
+            admission_runner().decide_after_change()
+        return out
+    except PlacementNotFound as err:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
+    except PlacementConflict as err:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(err)) from None
+
+
+def _read(placement_id: str) -> PlacementOut:
+    with create_session() as session:
+        store = PlacementStore(session, current_policy())
+        return store.out(store.get(placement_id))
 
 
 @router.post("", response_model=PlacementOut, status_code=status.HTTP_201_CREATED, summary="Queue a placement")
 def submit_placement(body: PlacementSubmit, caller: CallerDep) -> PlacementOut:
-    """Queue the request (one short transaction), then decide it: under load the lock's next holder
-    runs one cycle for every request queued meanwhile, and the others find theirs already decided,
-    so concurrent submissions share cycles instead of each paying for one."""
+    """Queue the request (one short transaction, an insert), then wait for a cycle begun after it:
+    under load one cycle decides every request queued meanwhile. A request still undecided when
+    the wait ends is answered as pending; the caller polls it, as for any waiting placement."""
     _check_owner(caller, body.task)
     with create_session() as session:
         store = PlacementStore(session, current_policy())
-        now = lock_then_now(session)
         try:
-            placement_id = store.submit(body, caller.name, now, ti_id=caller.task.ti_id if caller.task else None).id
+            row = store.submit(body, caller.name, datetime.now(UTC), ti_id=caller.task.ti_id if caller.task else None)
         except RequestError as err:
             raise body_problems(err.problems, ["body", "ask"]) from None
         except MissingTeam as err:
             raise body_problems([str(err)], ["body"]) from None
-    with create_session() as session:
-        store = PlacementStore(session, current_policy())
-        now = lock_then_now(session)
-        row = store.get(placement_id)
-        if row.decided_at is None:
-            store.run_cycle(now)
-        return store.out(row)
+        placement_id, decided = row.id, row.decided_at is not None
+    if not decided:
+        admission_runner().decide_after_change()
+    return _read(placement_id)
 
 
 @router.get("", response_model=PlacementList, summary="Placements (lineage) by DAG, run, task, team or state")
 def list_placements(
-    caller: CallerDep,
+    seen: VisibilityDep,
     dag_id: str | None = None,
     run_id: str | None = None,
     task_id: str | None = None,
@@ -120,16 +126,16 @@ def list_placements(
 ) -> PlacementList:
     with create_session() as session:
         store = PlacementStore(session, current_policy())
-        rows = store.list(dag_id, run_id, task_id, team, state, limit)
+        rows = store.list(dag_id, run_id, task_id, team, state, limit, seen=seen)
         return PlacementList(placements=[store.out(r) for r in rows])
 
 
 @router.get("/{placement_id}", response_model=PlacementOut, summary="One placement with its explanation")
-def get_placement(placement_id: str, caller: CallerDep) -> PlacementOut:
+def get_placement(placement_id: str, seen: VisibilityDep) -> PlacementOut:
     with create_session() as session:
         store = PlacementStore(session, current_policy())
         try:
-            return store.out(store.get(placement_id))
+            return store.out(store.get(placement_id, seen=seen))
         except PlacementNotFound as err:
             raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
 

@@ -13,6 +13,7 @@ from airflow_mcsched.governance.usage import GROUP_KEYS, parse_group_by
 from airflow_mcsched.governance.window import ReportParamError, TimeWindow
 from airflow_mcsched.service import errors
 from airflow_mcsched.service.report_store import CostQuery, ReportStore
+from airflow_mcsched.service.visibility import EVERYTHING, Visibility
 
 T = TypeVar("T")
 
@@ -52,11 +53,12 @@ def cost_query(
 CostQueryDep = Annotated[CostQuery, Depends(cost_query)]
 
 
-def read_report(build: Callable[[ReportStore, datetime], T]) -> T:
-    """Run `build(store, now)` in a session; a bad parameter found on the way becomes a 422."""
+def read_report(build: Callable[[ReportStore, datetime], T], seen: Visibility = EVERYTHING) -> T:
+    """Run `build(store, now)` in a session, showing what `seen` allows; a bad parameter found on
+    the way becomes a 422."""
     now = datetime.now(UTC)
     try:
         with create_session() as session:
-            return build(ReportStore(session), now)
+            return build(ReportStore(session, seen), now)
     except ReportParamError as err:
         raise unprocessable(err) from None

@@ -2,7 +2,8 @@
 
 Windows are [since, until) (ISO dates or times, `now`, or an age such as `7d`; default the last 7
 days); a placement overlapping the window counts only for its part inside. People (Airflow login)
-and tasks (their own token, as the daily report DAG) may read them.
+and tasks (their own token, as the daily report DAG) may read them; a private team's rows read as
+`other (private)` to outsiders (`service.visibility`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from airflow_mcsched.governance.report_format import cost_csv, cost_document, se
 from airflow_mcsched.governance.usage import GroupKey, parse_group_by
 from airflow_mcsched.governance.utilisation import ClusterUtilisation
 from airflow_mcsched.governance.waiting import TeamWaiting
-from airflow_mcsched.service.auth import CallerDep
+from airflow_mcsched.service.auth import VisibilityDep
 from airflow_mcsched.service.policy_source import current_policy
 from airflow_mcsched.service.routes.report_params import (
     CostQueryDep,
@@ -33,10 +34,10 @@ router = APIRouter(prefix="/api/v1/reports", tags=["reports"])
 
 
 @router.get("/cost", summary="GPU-hours and cost per group over a window (JSON or CSV)")
-def cost(caller: CallerDep, query: CostQueryDep, format: Literal["json", "csv"] = "json") -> Any:
+def cost(seen: VisibilityDep, query: CostQueryDep, format: Literal["json", "csv"] = "json") -> Any:
     """`rows` hold the group keys, `gpu_hours`, `cost` and `placements` (placements that ran in the
     window); `total` the sums. `format=csv` returns the same rows as CSV (header = keys + figures)."""
-    report = read_report(lambda store, now: store.cost(query, now))
+    report = read_report(lambda store, now: store.cost(query, now), seen)
     if format == "csv":
         name = f"gpu-cost-{report.since:%Y%m%d%H%M}-{report.until:%Y%m%d%H%M}.csv"
         return Response(
@@ -46,36 +47,38 @@ def cost(caller: CallerDep, query: CostQueryDep, format: Literal["json", "csv"] 
 
 
 @router.get("/cost/series", summary="Cost per group and UTC day, for charts")
-def cost_series(caller: CallerDep, query: CostQueryDep, bucket: Literal["day"] = "day") -> dict[str, Any]:
+def cost_series(seen: VisibilityDep, query: CostQueryDep, bucket: Literal["day"] = "day") -> dict[str, Any]:
     """`buckets` are ISO dates; each series has one cost per bucket (keys of several groups join with '/')."""
-    return series_document(read_report(lambda store, now: store.cost_series(query, now)))
+    return series_document(read_report(lambda store, now: store.cost_series(query, now), seen))
 
 
 @router.get("/utilisation", summary="Per cluster: GPU-hours used, reserved but not running, and free")
-def get_utilisation(caller: CallerDep, since: Since = None, until: Until = None) -> dict[str, Any]:
+def get_utilisation(seen: VisibilityDep, since: Since = None, until: Until = None) -> dict[str, Any]:
     def build(store, now):
         window = window_of(since, until, now)
         return window, store.utilisation(window, now)
 
-    window, lines = read_report(build)
+    window, lines = read_report(build, seen)
     clusters: list[ClusterUtilisation] = lines
     return {"since": window.since, "until": window.until, "clusters": clusters}
 
 
 @router.get("/waiting", summary="Time queued before admission per team: mean, p95, max")
-def get_waiting(caller: CallerDep, since: Since = None, until: Until = None, team: str | None = None) -> dict[str, Any]:
+def get_waiting(
+    seen: VisibilityDep, since: Since = None, until: Until = None, team: str | None = None
+) -> dict[str, Any]:
     def build(store, now):
         window = window_of(since, until, now)
         return window, store.waiting(window, now, team=team)
 
-    window, lines = read_report(build)
+    window, lines = read_report(build, seen)
     teams: list[TeamWaiting] = lines
     return {"since": window.since, "until": window.until, "teams": teams}
 
 
 @router.get("/top", summary="Top spenders: the teams or projects that cost most in the window")
 def get_top(
-    caller: CallerDep,
+    seen: VisibilityDep,
     since: Since = None,
     until: Until = None,
     by: Literal["team", "project"] = "team",
@@ -84,19 +87,19 @@ def get_top(
     def build(store, now):
         return store.top(window_of(since, until, now), by, n, now)
 
-    report = read_report(build)
+    report = read_report(build, seen)
     return {**cost_document(report), "by": by, "n": n}
 
 
 @router.get("/quota", summary="Quota use now: GPUs held per team and quota entry against its nominal")
-def get_quota(caller: CallerDep) -> dict[str, list[QuotaUse]]:
+def get_quota(seen: VisibilityDep) -> dict[str, list[QuotaUse]]:
     policy = current_policy()
-    return {"quotas": read_report(lambda store, now: store.quota(policy))}
+    return {"quotas": read_report(lambda store, now: store.quota(policy), seen)}
 
 
 @router.get("/capacity", summary="Free and reserved GPUs per cluster and GPU type now, and a demand forecast")
 def get_capacity(
-    caller: CallerDep,
+    seen: VisibilityDep,
     forecast_days: Annotated[int, Query(ge=1, le=366)] = 7,
     forecast_weeks: Annotated[int, Query(ge=1, le=52)] = 4,
     forecast_by: GroupBy = "team,gpu_type",
@@ -109,7 +112,7 @@ def get_capacity(
         keys: tuple[GroupKey, ...] = parse_group_by(forecast_by)
         return store.capacity(policy, now), store.forecast(now, forecast_days, forecast_weeks, keys), keys
 
-    capacity, forecast, keys = read_report(build)
+    capacity, forecast, keys = read_report(build, seen)
     report: CapacityReport = capacity
     lines: list[DemandForecast] = forecast
     return {
