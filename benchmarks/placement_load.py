@@ -9,10 +9,13 @@ dropped here). The clients use the API as `PlacementHook` does: submit, wait for
 polling the placement, start, sometimes renew, release; some never start, so their leases lapse
 and the admission cycles reclaim them.
 
-The invariants are read from the DB afterwards. Over-commit is checked in commit order: every
-placement write holds the admission lock, so the audit rows it writes (admit, release, reclaim)
-are numbered in the order the DB saw the changes; the row timestamps are taken before the lock is
-waited for and may be out of that order by the lock wait.
+The invariants are read from the DB afterwards. Over-commit is checked in the order the DB saw
+the changes, by audit row ids (admit, release, reclaim): admissions and reclaims are written by
+cycles, one at a time under the admission lock; a release numbers its audit row before it commits,
+and a cycle that used the capacity it freed locked that placement's rows after that commit, so it
+numbers its admissions later. A release that a cycle did not see yet only makes the sweep more
+conservative. The same sweep by the rows' own timestamps is checked too: every write reads the
+clock after taking its row locks, and a cycle after taking all of its own.
 """
 
 from __future__ import annotations
@@ -469,9 +472,7 @@ def check_invariants(record: LoadRecord, state: DbState) -> list[Invariant]:
         Invariant(
             "a'. same, by the rows' granted_at/ended_at timestamps",
             not ts_over,
-            "no overlap beyond capacity"
-            if not ts_over
-            else f"apparent overlaps (timestamps taken before the lock): {ts_over[:5]}",
+            "no overlap beyond capacity" if not ts_over else f"overlaps by timestamps: {ts_over[:5]}",
         )
     )
     # (b) every granted reservation ended: released (after a renew or not) or reclaimed

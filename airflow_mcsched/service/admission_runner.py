@@ -52,7 +52,9 @@ class AdmissionRunner:
             else:
                 return True
         try:
+            started = time.perf_counter()
             self._cycle()
+            log.debug("admission cycle %d took %.1f ms", mine, (time.perf_counter() - started) * 1000)
             decided = True
         except Exception:
             # the change is committed and stays queued: the admission timer or the next caller

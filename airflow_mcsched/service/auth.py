@@ -7,6 +7,7 @@ against the task-instance row, so a stolen or forged identity for a task that do
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -39,7 +40,29 @@ class Caller:
         return self.task is not None
 
 
+_SEEN_TTL_SECONDS = 60.0
+_SEEN_MAX = 4096
+_seen_instances: dict[tuple[str, str, str, str, int], float] = {}  # identity -> when it was checked
+
+
 def _task_instance_matches(identity: TaskIdentity) -> bool:
+    """The token's task instance exists with the ids it claims. A match is remembered for a minute
+    (a task calls every few seconds while it holds a placement, and a task instance never changes
+    its ids); a miss is never remembered, so a task instance made a moment later is found."""
+    key = (identity.ti_id, identity.dag_id, identity.run_id, identity.task_id, identity.map_index)
+    now = time.monotonic()
+    checked = _seen_instances.get(key)
+    if checked is not None and now - checked < _SEEN_TTL_SECONDS:
+        return True
+    if not _task_instance_in_db(identity):
+        return False
+    if len(_seen_instances) >= _SEEN_MAX:
+        _seen_instances.clear()
+    _seen_instances[key] = now
+    return True
+
+
+def _task_instance_in_db(identity: TaskIdentity) -> bool:
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
     from sqlalchemy import select

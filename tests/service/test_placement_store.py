@@ -173,6 +173,43 @@ def test_concurrent_requests_for_less_capacity_than_asked_never_over_commit(db):
     assert per_node and all(g <= 8 for g in per_node.values()) and sum(per_node.values()) == 8
 
 
+def test_starts_releases_and_cycles_at_once_neither_deadlock_nor_over_commit(db):
+    """Writes lock their placement then its reservation; cycles lock every row they decide on in
+    the same order: 12 workers submitting, starting and releasing while cycles run never deadlock
+    (PostgreSQL would abort one of them), and every grant ends."""
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(12)
+
+    def worker(i: int) -> None:
+        try:
+            barrier.wait()
+            for step in range(4):
+                out = place(db, submit(f"mix{i}-{step}", gpus=2))
+                with db() as s:
+                    store = PlacementStore(s, POLICY)
+                    if out.state is PlacementState.ADMITTED:
+                        store.start(out.id, f"pod-{i}-{step}", now())
+                        store.renew(out.id, now())
+                with db() as s:
+                    PlacementStore(s, POLICY).release(out.id, "succeeded", "", now(), "test")
+                with db() as s:
+                    PlacementStore(s, POLICY).run_cycle()
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with db() as s:
+        rows = PlacementStore(s, POLICY).list(dag_id="d")
+        active = s.scalars(select(ReservationRow).where(ReservationRow.active.is_(True))).all()
+    assert len(rows) == 48 and active == []
+    assert Counter(r.state for r in rows).keys() <= {"released", "cancelled"}
+
+
 def test_a_reservation_whose_pod_the_cluster_shows_keeps_its_lease(db):
     t0 = now()
     out = place(db, submit("train", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]), when=t0)
