@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,24 @@ def postgres_airflow_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     with admin.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)")
     admin.close()
+
+
+@contextmanager
+def airflow_sessions_on(url: str) -> Iterator[None]:
+    """Airflow's own sessions (`create_session`, hence the in-process API server's) on another
+    metadata DB for a while, then back on the test session's DB."""
+    from airflow import settings
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", url)
+        settings.configure_vars()
+        settings.reconfigure_orm()
+        try:
+            yield
+        finally:
+            settings.dispose_orm()
+    settings.configure_vars()
+    settings.configure_orm()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -7,10 +7,12 @@ import os
 import socket
 import threading
 
+from airflow_mcsched.access.breaker import BreakerSettings
 from airflow_mcsched.cli.table import render_table
 
 
-def build_sync(timeout: float):
+def build_sync(timeout: float, breaker: BreakerSettings):
+    """The capacity sync on the metadata DB, through the clusters' Airflow connections."""
     from airflow.utils.session import create_session
 
     from airflow_mcsched.access.connections import ConnectionClients
@@ -18,11 +20,13 @@ def build_sync(timeout: float):
     from airflow_mcsched.service.sync_ledger import DbSyncLedger
 
     owner = f"{socket.gethostname()}:{os.getpid()}"
-    return CapacitySync(DbSyncLedger(create_session), ConnectionClients(), owner=owner, timeout=timeout)
+    return CapacitySync(DbSyncLedger(create_session, breaker), ConnectionClients(), owner=owner, timeout=timeout)
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    sync = build_sync(args.timeout)
+    from airflow_mcsched.service.settings import breaker_from_airflow_conf
+
+    sync = build_sync(args.timeout, breaker_from_airflow_conf())
     if not args.once:
         print(f"syncing every {args.interval:.0f}s; Ctrl-C stops")
         sync.run(args.interval, threading.Event())

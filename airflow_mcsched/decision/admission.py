@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from airflow_mcsched.decision import explain
-from airflow_mcsched.decision.backfill import hold_for_head
+from airflow_mcsched.decision.backfill import HeldRoom, hold_for_head
 from airflow_mcsched.decision.candidates import Evaluation, evaluate
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.cycle_state import CycleState
@@ -22,15 +22,17 @@ from airflow_mcsched.decision.outcome import (
     PlacementDecision,
     ReclaimedLease,
     Rejection,
+    ScoredCandidate,
     Victim,
 )
 from airflow_mcsched.decision.policy import Policy
+from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Setup
 from airflow_mcsched.decision.preemption import PreemptionPlan, plan_preemption
 from airflow_mcsched.decision.queue_order import admission_order
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
 from airflow_mcsched.decision.request import PlacementRequest
 from airflow_mcsched.decision.reservation import Reservation
-from airflow_mcsched.decision.score_breakdown import scored_candidate
+from airflow_mcsched.decision.score_breakdown import remembered_candidate
 from airflow_mcsched.decision.scores import DEFAULT_SCORES, Score
 from airflow_mcsched.view.snapshot import GlobalView
 
@@ -100,7 +102,7 @@ class AdmissionCycle:
             else:
                 active.append(r)
         self.reclaimed = tuple(reclaimed)
-        self.state = CycleState(view, active, policy, now)
+        self.state = CycleState(view, active, policy, now, plugins)
         self.granted: list[Reservation] = []
         self.preemptions: list[Victim] = []
 
@@ -111,7 +113,7 @@ class AdmissionCycle:
             quota = self.state.quota
             return quota.total_used(team) / quota.share(team, shares.get(team, 1.0))
 
-        decisions = tuple(self.decide_one(r) for r in admission_order(queue, self.policy, use_against_share))
+        decisions = tuple(self.decide_one(r) for r in admission_order(queue, self.policy, use_against_share, self.now))
         return AdmissionResult(decisions, tuple(self.granted), self.reclaimed, tuple(self.preemptions))
 
     def decide_one(self, request: PlacementRequest) -> PlacementDecision:
@@ -134,12 +136,12 @@ class AdmissionCycle:
         return self._wait(ctx, evaluation)
 
     def _admit(self, ctx: RequestContext, evaluation: Evaluation) -> PlacementDecision:
-        ranked = [
-            scored_candidate(ctx, evaluation.plan, f, with_figures=i == 0) for i, f in enumerate(evaluation.feasible)
-        ]
-        best = ranked[0]
+        first, *others = evaluation.feasible
+        setup = evaluation.setup
+        best = remembered_candidate(ctx, setup, first, with_figures=True)
+        runners_up = tuple(remembered_candidate(ctx, setup, f, False) for f in others[: self.policy.runners_up])
         request = ctx.request
-        pool = self.state.view.pool(best.cluster, best.pool)
+        pool = first.pool
         reservation = Reservation(
             id=f"rsv-{request.id}",
             request_id=request.id,
@@ -162,12 +164,11 @@ class AdmissionCycle:
         if self.state.head is not None:
             self.state.head.commit(pool, best.pods, ctx.expected_end)
         self.granted.append(reservation)
-        runners_up = tuple(ranked[1 : 1 + self.policy.runners_up])
         return PlacementDecision(
             request.id,
             Outcome.ADMITTED,
             Reason.ADMITTED,
-            explain.admitted(best, runners_up),
+            _summary(setup, best, runners_up),
             placement=best,
             runners_up=runners_up,
             rejections=tuple(evaluation.rejections),  # every pool ruled out, lasting or live
@@ -209,12 +210,14 @@ class AdmissionCycle:
         rejections = tuple(evaluation.rejections)
         expected_start = None
         state = self.state
-        if self.policy.backfill and state.head is None and reason is Reason.WAITING_FOR_CAPACITY:
+        held = state.head.heads if state.head is not None else []
+        if self.policy.backfill and len(held) < self.policy.backfill_heads and reason is Reason.WAITING_FOR_CAPACITY:
             view = state.view
             blocked = [view.pool(r.cluster, r.pool) for r in live if _stage(r) == _STAGE_CAPACITY]
-            state.head = hold_for_head(ctx, blocked)
-            if state.head is not None:
-                expected_start = state.head.start
+            head = hold_for_head(ctx, blocked, held)
+            if head is not None:
+                state.head = HeldRoom([*held, head])
+                expected_start = head.start
         expected_end = None if expected_start is None else expected_start + ctx.duration
         return PlacementDecision(
             ctx.request.id,
@@ -224,6 +227,19 @@ class AdmissionCycle:
             rejections=rejections,
             expected_start=expected_start,
         )
+
+
+def _summary(setup: Setup, best: ScoredCandidate, runners_up: tuple[ScoredCandidate, ...]) -> str:
+    """The admitted summary, written once per best pool and runners-up (remembered candidates recur)."""
+    key = (id(best), *map(id, runners_up))
+    known = setup.summaries.get(key)
+    if known is not None:  # the entry holds the candidates, so their ids are still theirs
+        return known[1]
+    text = explain.admitted(best, runners_up)
+    if len(setup.summaries) >= MAX_REMEMBERED:
+        setup.summaries.clear()
+    setup.summaries[key] = ((best, runners_up), text)
+    return text
 
 
 def _reclaim(r: Reservation, view: GlobalView) -> ReclaimedLease:

@@ -1,17 +1,20 @@
-"""EASY backfill: the first request that cannot start gets a start time held on one pool; later,
-smaller requests start only where they do not delay it. Large gangs are not starved by small jobs.
+"""Backfill: the first requests that cannot start (up to the policy's `backfill_heads`, in admission
+order) each get a start time held on one pool; later requests start only where they delay none of
+them. Large gangs are not starved by small jobs, nor by another blocked request taking the one
+hold (EASY backfill is the case of one head; more heads approach conservative backfill).
 
 Expected ends of running work are the reservations' `expected_end` (granted as now + the request's
 `expected_duration`, else the policy's default for its kind of work). Work past its expected end
 is taken to end now. Pods of others (not ours) on a cluster have no known end and are never
-counted as ending.
+counted as ending. A later head's start is found with the earlier heads' holds in place (each
+takes its pods from its start to its expected end), so two heads are never promised one node.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from heapq import heapify, heappop
+from heapq import heapify, heappop, heappush
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.demand import Demand
@@ -22,28 +25,48 @@ from airflow_mcsched.view.snapshot import PoolView
 
 
 class HeadReservation:
-    """The head's pool, its expected start, and that pool as it is expected to be at that start.
+    """A head's pool, its expected start and end, and that pool as it is expected to be at that start.
 
-    A later request may take capacity in the pool if it ends before the start, or if the head
-    still fits at the start with that request still running (`allows`); `commit` records it.
+    A later request may take capacity in the pool if it ends before the start (or starts after the
+    end), or if the head still fits at the start with that request still running (`allows`);
+    `commit` records it.
     """
 
-    __slots__ = ("demand", "future", "pool", "request_id", "start")
+    __slots__ = ("demand", "end", "future", "pool", "request_id", "start")
 
-    def __init__(self, request_id: str, pool: PoolView, start: datetime, demand: Demand, future: PoolCapacity) -> None:
+    def __init__(
+        self,
+        request_id: str,
+        pool: PoolView,
+        start: datetime,
+        demand: Demand,
+        future: PoolCapacity,
+        end: datetime | None = None,
+    ) -> None:
         self.request_id = request_id
         self.pool = pool
         self.start = start
         self.demand = demand
         self.future = future
+        self.end = end
 
-    def allows(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> bool:
+    def _overlaps(self, pool: PoolView, start: datetime | None, end: datetime) -> bool:
         if pool.ordinal != self.pool.ordinal or end <= self.start:
+            return False
+        return start is None or self.end is None or start < self.end
+
+    def allows(
+        self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime, start: datetime | None = None
+    ) -> bool:
+        """May work on `pods` from `start` (None = now) to `end` run without delaying this head?"""
+        if not self._overlaps(pool, start, end):
             return True
         return choose_nodes(self.future.take(pods), self.demand) is not None
 
-    def commit(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> None:
-        if pool.ordinal == self.pool.ordinal and end > self.start:
+    def commit(
+        self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime, start: datetime | None = None
+    ) -> None:
+        if self._overlaps(pool, start, end):
             self.future = self.future.take(pods)
 
     def explain(self) -> str:
@@ -53,31 +76,78 @@ class HeadReservation:
         )
 
 
-def hold_for_head(ctx: RequestContext, pools: Iterable[PoolView]) -> HeadReservation | None:
-    """The earliest start over the pools where only capacity stands in the way (ties: fleet order).
+class HeldRoom:
+    """Every head of the cycle, in admission order: work may start only where all of them allow it."""
+
+    __slots__ = ("_refused_by", "heads")
+
+    def __init__(self, heads: Iterable[HeadReservation] = ()) -> None:
+        self.heads: list[HeadReservation] = list(heads)
+        self._refused_by: HeadReservation | None = None
+
+    def allows(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> bool:
+        for head in self.heads:
+            if not head.allows(pool, pods, end):
+                self._refused_by = head
+                return False
+        return True
+
+    def commit(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> None:
+        for head in self.heads:
+            head.commit(pool, pods, end)
+
+    def explain(self) -> str:
+        """Why the last placement `allows` refused waits (the head it would have delayed)."""
+        head = self._refused_by or self.heads[0]
+        return head.explain()
+
+
+def hold_for_head(
+    ctx: RequestContext, pools: Iterable[PoolView], held: Iterable[HeadReservation] = ()
+) -> HeadReservation | None:
+    """The earliest start over the pools where only capacity stands in the way (ties: fleet order),
+    with the holds of earlier heads (`held`) in place.
 
     Running work in those pools is replayed in order of its expected end, all pools at once, and the
-    replay stops at the first end after which the request fits somewhere: the cost is the ends
-    before the head's start, not all the work that runs.
+    replay stops at the first end after which the request fits somewhere without delaying an
+    earlier head: the cost is the ends before the head's start, not all the work that runs.
     """
     now = ctx.now
     by_ordinal = {p.ordinal: p for p in pools}
-    releases = [
-        (max(r.expected_end, now), ordinal, r.id, r)
+    # (time, kind, ordinal, tie, payload): kind 0 = running work ends, 1 = a held head's hold ends,
+    # 2 = a held head starts (takes its pods); at one instant ends come before starts.
+    events: list[tuple] = [
+        (max(r.expected_end, now), 0, ordinal, r.id, r.pods)
         for ordinal, pool in by_ordinal.items()
         for r in ctx.cycle.running_in(pool.key)
     ]
-    heapify(releases)
+    earlier = [h for h in held if h.pool.ordinal in by_ordinal]
+    for i, h in enumerate(earlier):
+        events.append((max(h.start, now), 2, h.pool.ordinal, str(i), h))
+    heapify(events)
     capacity = {ordinal: ctx.cycle.overlay.capacity(pool) for ordinal, pool in by_ordinal.items()}
-    while releases:
-        at = releases[0][0]
-        freed: dict[int, list[NodeAllocation]] = {}
-        while releases and releases[0][0] == at:
-            _, ordinal, _, r = heappop(releases)
-            freed.setdefault(ordinal, []).extend(r.pods)
+    all_held = list(held)
+    while events:
+        at = events[0][0]
+        freed: set[int] = set()
+        while events and events[0][0] == at:
+            _, kind, ordinal, tie, payload = heappop(events)
+            if kind == 2:  # an earlier head starts: its pods are taken until its expected end
+                pods = choose_nodes(capacity[ordinal], payload.demand)
+                if pods is not None:
+                    capacity[ordinal] = capacity[ordinal].take(pods)
+                    if payload.end is not None:
+                        heappush(events, (max(payload.end, at), 1, ordinal, tie, pods))
+            else:
+                capacity[ordinal] = capacity[ordinal].give_back(payload)
+                freed.add(ordinal)
         for ordinal in sorted(freed):
-            capacity[ordinal] = capacity[ordinal].give_back(freed[ordinal])
-        for ordinal in sorted(freed):
-            if choose_nodes(capacity[ordinal], ctx.demand) is not None:
-                return HeadReservation(ctx.request.id, by_ordinal[ordinal], at, ctx.demand, capacity[ordinal])
+            pods = choose_nodes(capacity[ordinal], ctx.demand)
+            if pods is None:
+                continue
+            pool, end = by_ordinal[ordinal], at + ctx.duration
+            if all(h.allows(pool, pods, end, start=at) for h in all_held):
+                for h in all_held:
+                    h.commit(pool, pods, end, start=at)
+                return HeadReservation(ctx.request.id, pool, at, ctx.demand, capacity[ordinal], end)
     return None

@@ -2,7 +2,7 @@
 
 Built in three shared layers, each keyed by the `signature` of the plugins involved, so the many
 requests of a queue that look alike (mapped tasks, the same step in many DAG runs, same shape
-and GPU types) judge the fleet once per cycle:
+and GPU types) judge the fleet once per view (kept between cycles, see plan_cache.py):
 
 1. lasting filters -> the pools that pass and the rejections (key: each filter's signature);
 2. static scores -> one column of raw values per score over those pools (key: its signature);
@@ -12,11 +12,14 @@ and GPU types) judge the fleet once per cycle:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from heapq import heapify
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter, Scope
 from airflow_mcsched.decision.outcome import Rejection
+from airflow_mcsched.decision.plan_cache import SharedPlans
 from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.view.snapshot import ClusterView, PoolView
 
@@ -40,7 +43,9 @@ class LastingVerdicts:
 class CandidatePlan:
     """Eligible pools (best static score first, ties in fleet order), and the lasting rejections.
 
-    `rejections` holds (fleet position, rejection) pairs so they can be merged with later ones.
+    `rejections` holds (fleet position, rejection) pairs so they can be merged with later ones;
+    `lasting_rejections` the rejections alone. `by_ordinal`, `zeros` (0 per eligible pool) and
+    `start_heap` are where a ranking of the plan starts (see pool_ranking.py), made once with the plan.
     """
 
     eligible: tuple[Eligible, ...]
@@ -49,25 +54,40 @@ class CandidatePlan:
     dynamic_scores: tuple[tuple[Score, float], ...]
     dynamic_bound: float
     weight_sum: float
+    lasting_rejections: tuple[Rejection, ...] = field(default=(), compare=False, repr=False)
+    by_ordinal: dict[int, Eligible] = field(default_factory=dict, compare=False, repr=False)
+    zeros: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    start_heap: tuple[tuple[float, int, int], ...] = field(default=(), compare=False, repr=False)
 
 
-def _cluster_verdict(ctx: RequestContext, filters: Sequence[Filter], cluster: ClusterView) -> Rejection | None:
-    """Request-independent cluster filters (state, health, staleness), judged once per cycle."""
-    cache = ctx.cycle.cluster_verdicts
-    if cluster.name in cache:
-        return cache[cluster.name]  # type: ignore[return-value]
-    verdict = None
+def _first_rejection(ctx: RequestContext, filters: Sequence[Filter], cluster: ClusterView) -> Rejection | None:
     for f in filters:
         message = f.check(ctx, cluster, None, None)
         if message is not None:
-            verdict = Rejection(cluster.name, None, f.reason, message, lasting=True)
-            break
-    cache[cluster.name] = verdict
-    return verdict
+            return Rejection(cluster.name, None, f.reason, message, lasting=True)
+    return None
+
+
+def _judge_clusters(ctx: RequestContext, filters: Sequence[Filter]) -> dict[str, Rejection | None]:
+    """Request-independent cluster filters (state, health, staleness): the same for every request."""
+    independent = [
+        f for f in filters if f.lasting and f.request_independent and f.scope is Scope.CLUSTER and f.applies(ctx)
+    ]
+    return {c.name: _first_rejection(ctx, independent, c) for c in ctx.cycle.view.clusters if c.pools}
+
+
+def shared_plans(ctx: RequestContext, filters: Sequence[Filter]) -> SharedPlans:
+    """Where this cycle finds and keeps its plans: shared with every cycle on the same view, policy and
+    plugins whose clusters are ruled out alike (the cluster verdicts read the clock, the rest does not)."""
+    cycle = ctx.cycle
+    if cycle.shared is None:
+        verdicts = cycle.memory.cluster_verdicts(cycle.now, partial(_judge_clusters, ctx, filters))
+        cycle.cluster_verdicts = verdicts
+        cycle.shared = cycle.memory.shared(tuple(r for r in verdicts.values() if r is not None))
+    return cycle.shared
 
 
 def _judge(ctx: RequestContext, lasting: Sequence[Filter]) -> LastingVerdicts:
-    independent = [f for f in lasting if f.request_independent and f.scope is Scope.CLUSTER]
     by_cluster = [f for f in lasting if not f.request_independent and f.scope is Scope.CLUSTER]
     by_pool = [f for f in lasting if f.scope is Scope.POOL]
     verdicts = ctx.cycle.cluster_verdicts
@@ -76,14 +96,9 @@ def _judge(ctx: RequestContext, lasting: Sequence[Filter]) -> LastingVerdicts:
     for cluster in ctx.cycle.view.clusters:
         if not cluster.pools:
             continue
-        name = cluster.name
-        rejection = verdicts[name] if name in verdicts else _cluster_verdict(ctx, independent, cluster)
-        if rejection is None:
-            for f in by_cluster:
-                message = f.check(ctx, cluster, None, None)
-                if message is not None:
-                    rejection = Rejection(cluster.name, None, f.reason, message, lasting=True)
-                    break
+        rejection = verdicts[cluster.name]
+        if rejection is None and by_cluster:
+            rejection = _first_rejection(ctx, by_cluster, cluster)
         if rejection is not None:
             rejections.append((cluster.pools[0].ordinal, rejection))
             continue
@@ -129,9 +144,34 @@ def _rank_statically(
     return eligible
 
 
+def _column(
+    ctx: RequestContext, cache: dict, score: Score, key: tuple, passed: Sequence[tuple[ClusterView, PoolView]]
+) -> list[float]:
+    """A static score over the pools that passed, each pool measured once per score signature
+    whatever lasting filters let it through: the first column is measured outright (the usual case
+    of one plan per signature), later ones reuse its values by fleet position."""
+    values_key = ("values", score, key)
+    known = cache.get(values_key)
+    if known is None:
+        column = [score.measure(ctx, c, p, None, ()) for c, p in passed]
+        cache[values_key] = (passed, column)
+        return column
+    if isinstance(known, tuple):  # the first column's values, indexed now that a second one asks
+        first_passed, first_column = known
+        known = cache[values_key] = {p.ordinal: v for (_, p), v in zip(first_passed, first_column, strict=True)}
+    column = []
+    for c, p in passed:
+        value = known.get(p.ordinal)
+        if value is None:
+            value = known[p.ordinal] = score.measure(ctx, c, p, None, ())
+        column.append(value)
+    return column
+
+
 def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> CandidatePlan:
-    """The request's plan, shared with every request of the cycle alike in the plugins' signatures."""
-    cache = ctx.cycle.plans
+    """The request's plan, shared with every request alike in the plugins' signatures, in this cycle
+    and in later ones on the same view."""
+    cache = shared_plans(ctx, filters).plans
     lasting = [f for f in filters if f.lasting and f.applies(ctx)]
     lasting_key = tuple((f, f.signature(ctx)) for f in lasting)
     weights = ctx.weights
@@ -151,15 +191,23 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
         column_key = ("column", lasting_key, s, key)
         column = cache.get(column_key)
         if column is None:
-            column = cache[column_key] = [s.measure(ctx, c, p, None, ()) for c, p in verdicts.passed]
+            column = cache[column_key] = _column(ctx, cache, s, key, verdicts.passed)
         columns.append(column)
     dynamic = tuple((s, w) for s, w in active if s.dynamic)
+    eligible = _rank_statically(verdicts.passed, static, columns)
+    bound = sum(w for _, w in dynamic)
+    start_heap = [(neg_static - bound, ordinal, 0) for neg_static, ordinal, *_ in eligible]
+    heapify(start_heap)
     plan = cache[plan_key] = CandidatePlan(
-        eligible=tuple(_rank_statically(verdicts.passed, static, columns)),
+        eligible=tuple(eligible),
         rejections=verdicts.rejections,
         static_scores=static,
         dynamic_scores=dynamic,
-        dynamic_bound=sum(w for _, w in dynamic),
+        dynamic_bound=bound,
         weight_sum=sum(w for _, w in active) or 1.0,
+        lasting_rejections=tuple(r for _, r in verdicts.rejections),
+        by_ordinal={e[1]: e for e in eligible},
+        zeros={e[1]: 0 for e in eligible},
+        start_heap=tuple(start_heap),
     )
     return plan

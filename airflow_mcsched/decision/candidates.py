@@ -21,22 +21,25 @@ from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter
 from airflow_mcsched.decision.outcome import Rejection
 from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, setup_for
-from airflow_mcsched.decision.pool_ranking import ranking_for
+from airflow_mcsched.decision.pool_ranking import ranking_for, remember_start
 from airflow_mcsched.decision.scores.base import Score
 
 
 @dataclass(slots=True)
 class Evaluation:
+    setup: Setup
     plan: CandidatePlan
     feasible: list[Feasible] = field(default_factory=list)
     judged: list[tuple[int, Rejection]] = field(default_factory=list)
 
     @property
-    def rejections(self) -> list[Rejection]:
+    def rejections(self) -> tuple[Rejection, ...]:
         """Lasting and live rejections together, in fleet order."""
+        if not self.judged:
+            return self.plan.lasting_rejections
         merged = [*self.plan.rejections, *self.judged]
         merged.sort(key=_position)
-        return [r for _, r in merged]
+        return tuple(r for _, r in merged)
 
 
 def _position(entry: tuple[int, Rejection]) -> int:
@@ -46,8 +49,10 @@ def _position(entry: tuple[int, Rejection]) -> int:
 def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score], want: int = 1) -> Evaluation:
     """The `want` best feasible pools (best first), or, when none fits, every pool's rejection."""
     setup = setup_for(ctx, filters, scores)
-    out = Evaluation(setup.plan)
-    out.feasible = ranking_for(ctx, setup).best(ctx, setup, want)
+    out = Evaluation(setup, setup.plan)
+    ranking = ranking_for(ctx, setup)
+    out.feasible = ranking.best(ctx, setup, want)
+    remember_start(ctx, setup, ranking)
     if not out.feasible:
         _scan(ctx, setup, out)
     return out
@@ -55,13 +60,14 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
 
 def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
     """Judge every eligible pool in fleet order of static score, recording each rejection."""
-    changed = ctx.cycle.overlay.by_ordinal
+    overlay = ctx.cycle.overlay
+    changed = overlay.by_ordinal
     judged = out.judged
     cluster_rejected: dict[str, bool] = {}
     for _, ordinal, cluster, pool, _ in setup.plan.eligible:
         if cluster_rejected.get(cluster.name):
             continue
-        capacity = changed.get(ordinal) or pool.capacity
+        capacity = changed.get(ordinal) or overlay.capacity(pool)
         rejection = live_rejection(ctx, setup, cluster, pool, capacity, None)
         if rejection is None:
             verdict, _ = exact(ctx, setup, cluster, pool, capacity)

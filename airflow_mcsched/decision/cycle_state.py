@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from datetime import datetime
+from functools import partial
 
 from airflow_mcsched.access.profiles import WorkKind
+from airflow_mcsched.decision.plan_cache import SharedPlans, plan_memory
 from airflow_mcsched.decision.policy import Policy, ScoreWeights
 from airflow_mcsched.decision.quota import QuotaLedger
 from airflow_mcsched.decision.reservation import Reservation
@@ -23,37 +25,45 @@ class CycleState:
     show yet; a reservation whose pod shows is already counted by the view and is not taken twice.
     """
 
-    def __init__(self, view: GlobalView, active: Iterable[Reservation], policy: Policy, now: datetime) -> None:
+    def __init__(
+        self,
+        view: GlobalView,
+        active: Iterable[Reservation],
+        policy: Policy,
+        now: datetime,
+        plugins: Hashable = None,
+    ) -> None:
         self.view = view
         self.policy = policy
         self.now = now
         self.max_observation_age = policy.max_observation_age
+        self.memory = plan_memory(view, policy, plugins)
         self.overlay = CapacityOverlay(view)
         self.running = RunningWork(active, self._domain_of)
         self.granted_ids: set[str] = set()
         self.head = None  # set by admission: the backfill reservation of the first blocked request
         self._quota: QuotaLedger | None = None
         self.teams_with_quota = frozenset(q.team for q in policy.quotas)
-        self.any_reserved = any(c.reserved for c in view.clusters)
-        self._data_sources: dict[str, tuple[str, ...]] = {}
-        self._weights: dict[tuple[str, WorkKind], ScoreWeights] = {}
-        # caches the candidate search fills (see candidate_plan.py and candidates.py)
-        self.plans: dict[tuple, object] = {}
-        self.cluster_verdicts: dict[str, object] = {}
-        self.fit_memo: dict[tuple, dict[int, tuple]] = {}
-        self.setups: dict[tuple, object] = {}
+        self.any_reserved = self.memory.any_reserved
+        # what the candidate search shares with other cycles on this view (see plan_cache.py):
+        # `shared` is set with the cluster verdicts when the first request needs them
+        self.cluster_verdicts: dict[str, object] | None = None
+        self.shared: SharedPlans | None = None
+        self.fit_memo: dict[tuple, dict[tuple[int, int], tuple]] = self.memory.fit_memo
+        self.staging_memo = self.memory.staging
+        # and what only this cycle may use: it depends on the grants and the running work
         self.rankings: dict[tuple, object] = {}
         self.no_victims: dict[tuple, dict[int, tuple]] = {}
-        self.staging_memo: dict[tuple, object] = {}
         not_yet_seen: dict[PoolKey, list[NodeAllocation]] = defaultdict(list)
         seen = {c.name: c.reservation_ids_seen for c in view.clusters}
         for r in self.running.values():
             if r.id not in seen.get(r.cluster, ()):
                 not_yet_seen[r.key].extend(r.pods)
-        for key, pods in not_yet_seen.items():  # one copy per pool, however many reservations
+        memory = self.memory
+        for key, pods in not_yet_seen.items():  # one copy per pool, made when first read
             pool = self._pool(key)
             if pool is not None:
-                self.overlay.take(pool, pods)
+                self.overlay.defer(pool, partial(memory.changed, pool.capacity, tuple(pods)))
 
     def _pool(self, key: PoolKey) -> PoolView | None:
         return self.view.pool(*key) if self.view.has_pool(key) else None
@@ -79,7 +89,7 @@ class CycleState:
             self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
         pool = self._pool(r.key)
         if pool is not None:
-            self.overlay.take(pool, r.pods)
+            self._change(pool, r.pods)
 
     def evict(self, r: Reservation) -> None:
         """A preemption victim: its capacity and quota are free for the request that preempts it."""
@@ -88,29 +98,34 @@ class CycleState:
         self.quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
         pool = self._pool(r.key)
         if pool is not None:
-            self.overlay.give_back(pool, r.pods)
+            self._change(pool, r.pods, ending=True)
 
     def hold_for(self, pool: PoolView, pods: tuple[NodeAllocation, ...], team: str, gpus: float) -> None:
         """Keep capacity freed by preemption for the preemptor until its next cycle admits it."""
-        self.overlay.take(pool, pods)
+        self._change(pool, pods)
         self.quota.add(team, pool.gpu_type, gpus)
+
+    def _change(self, pool: PoolView, pods: tuple[NodeAllocation, ...], *, ending: bool = False) -> None:
+        """Take (or give back) capacity in the overlay, through the view's memory of such changes."""
+        self.overlay.set_capacity(pool, self.memory.changed(self.overlay.capacity(pool), pods, ending=ending))
 
     # -- reading -----------------------------------------------------------------------------
     def running_in(self, key: PoolKey) -> Iterable[Reservation]:
         return self.running.in_pool(key)
 
     def weights_for(self, team: str, kind: WorkKind) -> ScoreWeights:
-        """The policy's weights for this team and kind, one object per pair for the whole cycle."""
+        """The policy's weights for this team and kind, one object per pair for as long as the view
+        lives (request signatures name them by identity)."""
         key = (team, kind)
-        weights = self._weights.get(key)
+        weights = self.memory.weights.get(key)
         if weights is None:
-            weights = self._weights[key] = self.policy.weights_for(team, kind)
+            weights = self.memory.weights[key] = self.policy.weights_for(team, kind)
         return weights
 
     def data_holders(self, location: str) -> tuple[str, ...]:
-        """Clusters holding a dataset or path, looked up once per cycle."""
-        holders = self._data_sources.get(location)
+        """Clusters holding a dataset or path, looked up once per view."""
+        sources = self.memory.data_sources
+        holders = sources.get(location)
         if holders is None:
-            holders = tuple(c.name for c in self.view.clusters if c.data.holds(location))
-            self._data_sources[location] = holders
+            holders = sources[location] = tuple(c.name for c in self.view.clusters if c.data.holds(location))
         return holders

@@ -46,6 +46,7 @@ class ScoreWeights(_Strict):
     load: float = Field(default=0.1, ge=0)
     suitability: float = Field(default=0.3, ge=0)
     spot: float = Field(default=0.2, ge=0)
+    whole_nodes: float = Field(default=1.0, ge=0)
 
 
 class WeightOverride(_Strict):
@@ -133,6 +134,12 @@ class Policy(_Strict):
     max_staging_seconds: float | None = Field(default=None, gt=0, description="bound on data staging; None = any")
     work_kind_is_hard: bool = Field(default=False, description="refuse clusters not suited for the kind of work")
     backfill: bool = True
+    backfill_heads: int = Field(
+        default=4, ge=1, description="how many blocked requests (in admission order) get capacity held for them"
+    )
+    aging_seconds: float | None = Field(
+        default=None, ge=0, description="a request waiting longer goes ahead of its priority class; None = never"
+    )
     preemption: bool = True
     reclaim_borrowed_quota: bool = True
     runners_up: int = Field(default=3, ge=0)

@@ -1,15 +1,17 @@
 """Per-pool verdicts for one request, shared by the ranking and the full scan.
 
-A pool's node choice, dynamic scores and upper bound are remembered per (demand, pool) while the
-pool's capacity object is unchanged, so every request alike in demand shares them in a cycle.
+A pool's node choice, dynamic scores and upper bound are remembered per demand, pool and capacity
+object (held in the entry, so its identity stays its own), so every request alike in demand shares
+them, in a cycle and in later cycles on the same view: an untouched pool keeps the view's capacity
+object, and placing what an earlier cycle placed reaches the same objects (plan_cache.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from airflow_mcsched.decision.candidate_plan import CandidatePlan, plan_candidates
+from airflow_mcsched.decision.candidate_plan import CandidatePlan, plan_candidates, shared_plans
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter, Scope
 from airflow_mcsched.decision.node_choice import choose_nodes, why_no_node
@@ -20,13 +22,19 @@ from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import ClusterView, PoolView
 
+MAX_REMEMBERED = 16384
+"""Verdicts remembered per demand before starting afresh (each holds its capacity object)."""
+
 Verdict = tuple[tuple[NodeAllocation, ...] | Rejection, tuple[float, ...] | None]
 """(pods on chosen nodes, dynamic score values) or (rejection, None)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Feasible:
-    """A pool that can take the request now, the nodes chosen in it, and its exact score."""
+    """A pool that can take the request now, the nodes chosen in it, and its exact score.
+
+    Not frozen: made for every candidate found, and a frozen dataclass is slower to make.
+    """
 
     cluster: ClusterView
     pool: PoolView
@@ -45,15 +53,23 @@ class Setup:
     by_cluster: list[Filter]
     by_capacity: list[Filter]
     fit_filters: list[Filter]
-    memo: dict[int, tuple]
+    memo: dict[tuple[int, int], tuple]
     ranking_key: tuple
+    scored: dict[tuple[int, int, bool], tuple] = field(default_factory=dict)
+    """Scored candidates by fleet position, capacity object and figures or not (score_breakdown.py)."""
+    summaries: dict[tuple[int, ...], tuple] = field(default_factory=dict)
+    """Admitted summaries by the identity of the candidates they name (admission.py)."""
 
 
 def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> Setup:
     """Requests alike in signature and in which live filters apply to them share one setup."""
     live = tuple(f for f in filters if not f.lasting and f.applies(ctx))
-    key = (ctx.signature, live)
-    setups = ctx.cycle.setups
+    # a per-cycle score that counts for this request makes its setup (and all remembered with it:
+    # fit verdicts, rankings, scored candidates) its cycle's own; one weighed 0 changes nothing
+    weights = ctx.weights
+    per_cycle = [s for s in scores if s.per_cycle and getattr(weights, s.name, 1.0) > 0 and s.applies(ctx)]
+    key = (ctx.signature, live, *(s.signature(ctx) for s in per_cycle))
+    setups = shared_plans(ctx, filters).setups
     setup = setups.get(key)
     if setup is None:
         plan = plan_candidates(ctx, filters, scores)
@@ -82,12 +98,19 @@ def _fit(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView
     return pods, tuple(s.measure(ctx, cluster, pool, capacity, pods) for s, _ in setup.plan.dynamic_scores)
 
 
+def _remember(memo: dict[tuple[int, int], tuple], key: tuple[int, int], entry: tuple) -> None:
+    if len(memo) >= MAX_REMEMBERED:
+        memo.clear()
+    memo[key] = entry
+
+
 def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Verdict:
-    known = setup.memo.get(pool.ordinal)
+    key = (pool.ordinal, id(capacity))
+    known = setup.memo.get(key)
     if known is not None and known[0] is capacity and known[1] is not None:
         return known[1]
     verdict = _fit(ctx, setup, cluster, pool, capacity)
-    setup.memo[pool.ordinal] = (capacity, verdict, None)
+    _remember(setup.memo, key, (capacity, verdict, None))
     return verdict
 
 
@@ -95,7 +118,8 @@ def optimistic(
     ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
 ) -> float:
     """Weighted sum of the dynamic scores' upper bounds (exact values when already known)."""
-    known = setup.memo.get(pool.ordinal)
+    key = (pool.ordinal, id(capacity))
+    known = setup.memo.get(key)
     dynamic = setup.plan.dynamic_scores
     if known is not None and known[0] is capacity:
         if known[1] is not None:
@@ -103,7 +127,7 @@ def optimistic(
             return -1.0 if values is None else weighted(values, dynamic)
         return known[2]
     bound = weighted([s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic], dynamic)
-    setup.memo[pool.ordinal] = (capacity, None, bound)
+    _remember(setup.memo, key, (capacity, None, bound))
     return bound
 
 

@@ -9,44 +9,85 @@ eviction), it re-enters at its most optimistic value, so the order is never stal
 
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush
+from collections.abc import Iterable
+from heapq import heappop, heappush
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import Rejection
 from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, optimistic, weighted
+from airflow_mcsched.view.overlay import CapacityOverlay
+from airflow_mcsched.view.pool_capacity import PoolCapacity
 
 _FRESH, _BOUNDED, _EXACT, _INFEASIBLE = 0, 1, 2, 3
 
+_Start = tuple[tuple[tuple[float, int, int], ...], dict[int, int], dict[int, int], dict[int, PoolCapacity]]
+"""A ranking's heap, versions, levels and the capacity each refined pool was judged on."""
+
 
 class PoolRanking:
-    __slots__ = ("_heap", "_level", "_static", "_synced", "_version")
+    """One plan's pools for one demand, best first, for the requests of one cycle.
 
-    def __init__(self, setup: Setup, synced: int) -> None:
-        bound = setup.plan.dynamic_bound
-        self._static = {e[1]: e for e in setup.plan.eligible}
-        self._heap = [(neg_static - bound, ordinal, 0) for neg_static, ordinal, *_ in setup.plan.eligible]
-        heapify(self._heap)
-        self._version = dict.fromkeys(self._static, 0)
-        self._level = dict.fromkeys(self._static, _FRESH)
-        self._synced = synced
+    Its state after its first use (the heap, each pool's level, and the capacity each refined pool
+    was judged on) is kept with the plan: a later cycle on the same view starts from it, and only
+    pools whose capacity object differs by then go back in at their most optimistic value.
+    """
 
-    def _sync(self, log: list[int], bound: float) -> None:
-        """Pools whose capacity changed since the last use go back in at their most optimistic value."""
-        if self._synced == len(log):
+    __slots__ = ("_heap", "_judged_on", "_level", "_plan", "_static", "_synced", "_version")
+
+    def __init__(self, setup: Setup, overlay: CapacityOverlay, start: _Start | None) -> None:
+        self._plan = setup.plan  # held: rankings are found by the plan's identity
+        self._static = setup.plan.by_ordinal
+        self._synced = len(overlay.log)
+        if start is None:
+            self._heap = list(setup.plan.start_heap)  # a heap already: copied, not rebuilt
+            self._version = dict(setup.plan.zeros)
+            self._level = dict(setup.plan.zeros)  # _FRESH
+            self._judged_on: dict[int, PoolCapacity] = {}
             return
-        for ordinal in sorted(set(log[self._synced :])):
-            entry = self._static.get(ordinal)
-            if entry is not None:
-                self._version[ordinal] += 1
-                self._level[ordinal] = _FRESH
-                heappush(self._heap, (entry[0] - bound, ordinal, self._version[ordinal]))
+        heap, version, level, judged_on = start
+        self._heap, self._version, self._level = list(heap), dict(version), dict(level)
+        self._judged_on = dict(judged_on)
+        self._refresh(self._stale(overlay, judged_on), setup.plan.dynamic_bound)
+
+    def _stale(self, overlay: CapacityOverlay, ordinals: Iterable[int]) -> list[int]:
+        """Of these pools, the refined ones whose capacity is no longer the object they were judged on.
+
+        A pool still at its most optimistic value is never stale: that value does not read capacity.
+        """
+        judged_on, changed, static = self._judged_on, overlay.by_ordinal, self._static
+        return [
+            o
+            for o in ordinals
+            if o in judged_on and (changed.get(o) or overlay.capacity(static[o][3])) is not judged_on[o]
+        ]
+
+    def _refresh(self, ordinals: Iterable[int], bound: float) -> None:
+        """These pools go back in at their most optimistic value (in any order: entries never tie)."""
+        for ordinal in ordinals:
+            self._version[ordinal] += 1
+            self._level[ordinal] = _FRESH
+            del self._judged_on[ordinal]
+            heappush(self._heap, (self._static[ordinal][0] - bound, ordinal, self._version[ordinal]))
+
+    def start(self) -> _Start:
+        """Where a ranking of the same plan and demand in a later cycle starts from."""
+        return (tuple(self._heap), dict(self._version), dict(self._level), dict(self._judged_on))
+
+    def _sync(self, overlay: CapacityOverlay, bound: float) -> None:
+        """Refined pools whose capacity changed since the last use go back in at their most optimistic
+        value: those the log names, or, when it names more, those whose capacity object differs."""
+        log, since = overlay.log, self._synced
+        if since == len(log):
+            return
         self._synced = len(log)
+        named = set(log[since:]) if len(log) - since < len(self._judged_on) else self._judged_on
+        self._refresh(self._stale(overlay, named), bound)
 
     def best(self, ctx: RequestContext, setup: Setup, want: int) -> list[Feasible]:
-        cycle = ctx.cycle
-        changed = cycle.overlay.by_ordinal
-        self._sync(cycle.overlay.log, setup.plan.dynamic_bound)
-        heap, level, version = self._heap, self._level, self._version
+        overlay = ctx.cycle.overlay
+        changed = overlay.by_ordinal
+        self._sync(overlay, setup.plan.dynamic_bound)
+        heap, level, version, judged_on = self._heap, self._level, self._version, self._judged_on
         found: list[Feasible] = []
         put_back = []
         dynamic = setup.plan.dynamic_scores
@@ -56,8 +97,9 @@ class PoolRanking:
             if entry_version != version[ordinal]:
                 continue  # superseded by a newer entry for the same pool
             neg_static, _, cluster, pool, static_values = self._static[ordinal]
-            capacity = changed.get(ordinal) or pool.capacity
+            capacity = changed.get(ordinal) or overlay.capacity(pool)
             state = level[ordinal]
+            judged_on[ordinal] = capacity
             # Refine in place while the entry stays on top; push it back as soon as it does not.
             if state == _FRESH:
                 level[ordinal] = state = _BOUNDED
@@ -88,5 +130,13 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
     rankings = ctx.cycle.rankings
     ranking = rankings.get(setup.ranking_key)
     if ranking is None:
-        ranking = rankings[setup.ranking_key] = PoolRanking(setup, len(ctx.cycle.overlay.log))
+        starts = ctx.cycle.shared.ranking_starts
+        ranking = rankings[setup.ranking_key] = PoolRanking(setup, ctx.cycle.overlay, starts.get(setup.ranking_key))
     return ranking
+
+
+def remember_start(ctx: RequestContext, setup: Setup, ranking: PoolRanking) -> None:
+    """After a ranking's first use in its cycle: later cycles on the view start from where it is."""
+    starts = ctx.cycle.shared.ranking_starts
+    if setup.ranking_key not in starts:
+        starts[setup.ranking_key] = ranking.start()

@@ -5,7 +5,9 @@ from __future__ import annotations
 from airflow_mcsched.decision.candidate_plan import CandidatePlan
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import ScoredCandidate, ScorePart
-from airflow_mcsched.decision.pool_judgement import Feasible
+from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Feasible, Setup
+
+_new = tuple.__new__
 
 
 def scored_candidate(
@@ -16,10 +18,15 @@ def scored_candidate(
     cluster, pool = f.cluster, f.pool
     scores = (*plan.static_scores, *plan.dynamic_scores)
     values = (*f.static_values, *f.dynamic_values)
-    parts = [
-        ScorePart(s.name, v, w, s.explain(ctx, cluster, pool, f.capacity, f.pods) if with_figures else ())
-        for (s, w), v in zip(scores, values, strict=True)
-    ]
+    # ScoreParts made as the tuples they are, without their Python-level constructor: many are made
+    if with_figures:
+        capacity, pods = f.capacity, f.pods
+        parts = [
+            _new(ScorePart, (s.name, v, w, s.explain(ctx, cluster, pool, capacity, pods)))
+            for (s, w), v in zip(scores, values, strict=True)
+        ]
+    else:
+        parts = [_new(ScorePart, (s.name, v, w, ())) for (s, w), v in zip(scores, values, strict=True)]
     return ScoredCandidate(
         cluster=cluster.name,
         pool=pool.name,
@@ -28,3 +35,18 @@ def scored_candidate(
         price_per_gpu_hour=pool.price_for(ctx.request.interruptible),
         pods=f.pods,
     )
+
+
+def remembered_candidate(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: bool) -> ScoredCandidate:
+    """`scored_candidate`, made once for every request sharing the setup while the pool's capacity
+    object is the same (in this cycle and later ones on the view): scores and their figures depend on
+    the request's signature, the pool and its capacity only."""
+    key = (f.pool.ordinal, id(f.capacity), with_figures)
+    known = setup.scored.get(key)
+    if known is not None and known[0] is f.capacity:  # held in the entry: its id is its own
+        return known[1]
+    scored = scored_candidate(ctx, setup.plan, f, with_figures)
+    if len(setup.scored) >= MAX_REMEMBERED:
+        setup.scored.clear()
+    setup.scored[key] = (f.capacity, scored)
+    return scored

@@ -40,6 +40,7 @@ REPLAY_POLICY = Policy(
     max_observation_age_seconds=1e12,  # the simulated view is always fresh
     preemption=False,  # baselines never preempt; neither does the engine here, for a fair comparison
     runners_up=0,  # nobody reads explanations in a replay
+    aging_seconds=300,  # after 5 minutes' wait a job goes ahead of newer ones (and gets backfill's hold first)
 )
 
 
@@ -89,8 +90,9 @@ class Placer(ABC):
     """Places what it can of the pending jobs now; returns the jobs started and the jobs preempted."""
 
     name: ClassVar[str]
-    shown_the_front: ClassVar[bool] = False
-    """Offered the front of the queue even when it fits nowhere now (so backfill can hold room for it)."""
+    shown_waiting: int = 0
+    """Offered this many jobs at the front of the queue even when they fit nowhere now (so backfill
+    can hold room for them)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
@@ -247,11 +249,11 @@ class Mcsched(Placer):
     """The engine itself: `decide` over the pending queue, with the running jobs as its reservations."""
 
     name = "mcsched"
-    shown_the_front = True
 
     def __init__(self, seed: int = 0, policy: Policy = REPLAY_POLICY) -> None:
         super().__init__(seed)
         self.policy = policy
+        self.shown_waiting = policy.backfill_heads if policy.backfill else 0
         self._requests: dict[str, PlacementRequest] = {}
 
     def request_of(self, job: TraceJob) -> PlacementRequest:

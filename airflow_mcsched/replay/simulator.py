@@ -7,8 +7,8 @@ policy could place them. Like the Kubernetes scheduler's unschedulable queue, a 
 left waiting is offered again only once capacity has been freed (a job ended or was preempted):
 arrivals alone never make room. That is exact for the baselines; for the engine it may, rarely,
 delay a start by one instant (a new arrival taking the backfill head could let a parked job in).
-The engine is also shown the job at the front of the queue (by priority, then arrival), so its
-backfill keeps capacity for it.
+The engine is also shown the jobs at the front of the queue (by priority, then arrival; as many as
+its backfill holds room for), so its backfill keeps capacity for them.
 """
 
 from __future__ import annotations
@@ -142,10 +142,12 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
                 break
             startable = _StartableNow(state)
             offer = [j for j in pending.values() if j.name not in parked and startable(j)]
-            if placer.shown_the_front:
-                front = min(pending.values(), key=lambda j: (j.interruptible, j.arrival, j.name))
-                if front not in offer:
-                    offer.insert(0, front)
+            if placer.shown_waiting:
+                front = heapq.nsmallest(
+                    placer.shown_waiting, pending.values(), key=lambda j: (j.interruptible, j.arrival, j.name)
+                )
+                offered = {j.name for j in offer}
+                offer[:0] = [j for j in front if j.name not in offered]
             if not offer:
                 break
             started, preempted = placer.place(state, offer, now)

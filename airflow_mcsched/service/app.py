@@ -17,6 +17,7 @@ from airflow_mcsched import __version__
 from airflow_mcsched.decision import PolicyError
 from airflow_mcsched.service.background import BackgroundWork
 from airflow_mcsched.service.body_limit import BodySizeLimit
+from airflow_mcsched.service.nul_text import RefuseNulText
 from airflow_mcsched.service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         description="Places DAG steps on the best cluster of a GPU fleet and explains why.",
         lifespan=lifespan,
     )
-    app.add_middleware(BodySizeLimit)
+    app.add_middleware(RefuseNulText)
+    app.add_middleware(BodySizeLimit)  # added last, so it runs first: no oversized body is read
     app.add_exception_handler(PolicyError, _policy_broken)
     from airflow_mcsched.service.routes import clusters, governance, placements, reports
 

@@ -42,7 +42,7 @@ class BackgroundWork:
         if self.settings.sync_enabled:
             from airflow_mcsched.cli.sync import build_sync
 
-            sync = build_sync(self.settings.sync_timeout_seconds)
+            sync = build_sync(self.settings.sync_timeout_seconds, self.settings.breaker)
             sync.lease_seconds = self.settings.sync_lease_seconds
             sync.on_round = run_admission_cycle
             self._thread("mcsched-capacity-sync", sync.run, self.settings.sync_interval_seconds, self.stop)

@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from airflow_mcsched.access.breaker import BreakerSettings
+
+MAX_COOL_DOWN_SECONDS = 86400  # a cluster to keep away for longer is one to disable (`mcsched clusters`)
 
 
 @dataclass(frozen=True)
@@ -13,6 +19,7 @@ class ServiceSettings:
     sync_timeout_seconds: float = 10.0
     sync_lease_seconds: float = 60.0
     admission_interval_seconds: float = 5.0
+    breaker: BreakerSettings = field(default_factory=BreakerSettings)  # [mcsched] breaker_*
 
     @classmethod
     def from_airflow_conf(cls) -> ServiceSettings:
@@ -24,4 +31,61 @@ class ServiceSettings:
             sync_timeout_seconds=conf.getfloat("mcsched", "sync_timeout_seconds", fallback=10.0),
             sync_lease_seconds=conf.getfloat("mcsched", "sync_lease_seconds", fallback=60.0),
             admission_interval_seconds=conf.getfloat("mcsched", "admission_interval_seconds", fallback=5.0),
+            breaker=breaker_from_airflow_conf(),
         )
+
+
+def breaker_from_airflow_conf() -> BreakerSettings:
+    """The clusters' circuit breaker (`access.breaker`) as configured: `[mcsched] breaker_*`.
+
+    A bad value raises AirflowConfigException naming the option and how to fix it, so the API
+    server (or `mcsched sync`) refuses to start rather than run a breaker that never opens."""
+    default = BreakerSettings()
+    return BreakerSettings(
+        failures_to_open=_whole_number("breaker_failures_to_open", default.failures_to_open),
+        cool_down=timedelta(seconds=_cool_down_seconds("breaker_cool_down_seconds", default.cool_down)),
+        successes_to_close=_whole_number("breaker_successes_to_close", default.successes_to_close),
+    )
+
+
+def _whole_number(key: str, default: int) -> int:
+    text = _configured(key)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise _refused(key, text, "a whole number of at least 1", default)
+    return value
+
+
+def _cool_down_seconds(key: str, default: timedelta) -> float:
+    text = _configured(key)
+    if text is None:
+        return default.total_seconds()
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_COOL_DOWN_SECONDS:  # also refuses nan
+        wanted = f"a number of seconds above 0 and at most {MAX_COOL_DOWN_SECONDS}"
+        raise _refused(key, text, wanted, int(default.total_seconds()))
+    return value
+
+
+def _configured(key: str) -> str | None:
+    from airflow.configuration import conf
+
+    text = conf.get("mcsched", key, fallback=None)
+    return None if text is None else text.strip()
+
+
+def _refused(key: str, text: str, wanted: str, default: int) -> Exception:
+    from airflow.exceptions import AirflowConfigException
+
+    return AirflowConfigException(
+        f"[mcsched] {key} is {text!r}, but it must be {wanted}; fix it in airflow.cfg or "
+        f"AIRFLOW__MCSCHED__{key.upper()}, or remove it for the default ({default})"
+    )

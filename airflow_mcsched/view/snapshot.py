@@ -94,9 +94,12 @@ class ClusterView:
         return sum(p.capacity.whole_gpus_free for p in self.pools)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class GlobalView:
-    """Every cluster at `taken_at`. Never changed in place: `with_capacity` returns a new view."""
+    """Every cluster at `taken_at`. Never changed in place: `with_capacity` returns a new view.
+
+    Weakly referable, so the engine can keep what it derived from a view exactly as long as the view.
+    """
 
     taken_at: datetime
     clusters: tuple[ClusterView, ...]

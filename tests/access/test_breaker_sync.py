@@ -14,8 +14,9 @@ from airflow_mcsched.access.connections import ConnectionClients
 from airflow_mcsched.access.sync import CapacitySync
 from airflow_mcsched.decision import Policy, Reason, decide, parse_request
 from airflow_mcsched.service.cluster_store import ClusterStore
+from airflow_mcsched.service.settings import ServiceSettings
 from airflow_mcsched.service.sync_ledger import DbSyncLedger
-from airflow_mcsched.service.tables import AuditRow
+from airflow_mcsched.service.tables import AuditRow, ClusterStatusRow
 from airflow_mcsched.service.view_loader import load_view
 from airflow_mcsched.virtual.fleet import VirtualFleet
 from tests.access.test_capacity_sync import fleet, status  # noqa: F401
@@ -86,3 +87,59 @@ def test_a_flapping_cluster_stays_open_until_a_run_of_good_probes(sync, fleet): 
     back = status(sync, FLAPPY)
     assert back.healthy and back.error is None and back.free_gpus
     assert why_not_flappy(sync) is None  # closed: the engine places there again
+
+
+CONFIGURED = [  # [mcsched] breaker_failures_to_open, breaker_cool_down_seconds, breaker_successes_to_close
+    pytest.param(1, 5, 1, id="opens-at-the-first-failure-5s"),
+    pytest.param(2, 1.5, 2, id="opens-at-the-second-failure-1.5s"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("failures_to_open", "cool_down", "successes_to_close"), CONFIGURED)
+def test_the_configured_breaker_opens_probes_and_closes_as_set(
+    fleet,  # noqa: F811
+    metadata_session_factory,
+    monkeypatch,
+    failures_to_open,
+    cool_down,
+    successes_to_close,
+):
+    monkeypatch.setenv("AIRFLOW__MCSCHED__BREAKER_FAILURES_TO_OPEN", str(failures_to_open))
+    monkeypatch.setenv("AIRFLOW__MCSCHED__BREAKER_COOL_DOWN_SECONDS", str(cool_down))
+    monkeypatch.setenv("AIRFLOW__MCSCHED__BREAKER_SUCCESSES_TO_CLOSE", str(successes_to_close))
+    with metadata_session_factory() as s:
+        ClusterStore(s).apply(fleet.spec, "test")
+    breaker = ServiceSettings.from_airflow_conf().breaker
+    sync = CapacitySync(DbSyncLedger(metadata_session_factory, breaker), ConnectionClients(), owner="test", timeout=2.0)
+
+    for _ in range(failures_to_open - 1):  # not yet: the cluster is unhealthy but still read every round
+        assert read(sync, fleet, ok=False).synced
+        assert "circuit breaker" not in status(sync, FLAPPY).error
+    read(sync, fleet, ok=False)
+    opened_at = opened_since(sync)
+    retry = opened_at + timedelta(seconds=cool_down)
+    assert f"no reads until {retry:%H:%M:%S}" in why_not_flappy(sync)  # the decision says the same cool-down
+    assert not read(sync, fleet, ok=True).synced
+    time.sleep(max(0.0, (opened_at + timedelta(seconds=cool_down / 2) - datetime.now(UTC)).total_seconds()))
+    assert not read(sync, fleet, ok=True).synced  # half the cool-down: still no read
+    time.sleep(max(0.0, (retry - datetime.now(UTC)).total_seconds()) + 0.05)
+    for _ in range(successes_to_close - 1):
+        assert read(sync, fleet, ok=True).synced  # a probe
+        assert "half-open" in why_not_flappy(sync)
+    assert read(sync, fleet, ok=True).synced
+    assert status(sync, FLAPPY).healthy and why_not_flappy(sync) is None
+
+
+def opened_since(sync: CapacitySync) -> datetime:
+    with sync.ledger.session_factory() as s:
+        opened_at = s.get(ClusterStatusRow, FLAPPY).breaker_opened_at
+    assert opened_at is not None, "the breaker did not open"
+    return opened_at
+
+
+def test_the_capacity_sync_is_built_with_the_configured_breaker():
+    from airflow_mcsched.cli.sync import build_sync
+
+    breaker = BreakerSettings(failures_to_open=1, cool_down=timedelta(seconds=5), successes_to_close=2)
+    assert build_sync(2.0, breaker).ledger.breaker == breaker

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from airflow_mcsched.decision import Outcome, Policy, Reason, decide
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
 
@@ -96,3 +98,52 @@ def test_waiting_summary_warns_when_the_deadline_will_be_missed():
     late = head(expected_duration=2 * HOUR, deadline=NOW + 2 * HOUR)
     d = decide(view, [late], running, DEFAULT_POLICY, NOW).decision("head")
     assert "miss its deadline" in d.summary
+
+
+# -- more than one head ------------------------------------------------------------------------
+def gang(rid, minutes_waited, hours=4):
+    return request(
+        rid,
+        gpus=8,
+        expected_duration=hours * HOUR,
+        arrival=NOW - timedelta(minutes=minutes_waited),
+        gpu_types=("A100",),
+    )
+
+
+@pytest.mark.parametrize(
+    ("heads", "second_gang_start", "small_job"),
+    [
+        # one hold (gang1, node 1 at 1h): the small job takes node 0 and gang2 gets no start
+        (1, None, (Outcome.ADMITTED, ("a-gpu-0",))),
+        # gang2 holds node 0 from 2h: the small job (until 3h) would delay it, so it waits
+        (4, NOW + 2 * HOUR, (Outcome.WAITING, ())),
+    ],
+)
+def test_each_blocked_gang_gets_its_own_hold(heads, second_gang_start, small_job):
+    """Node 0: 2 free until 2h; node 1: 4 free until 1h."""
+    view, running = fleet(free=(2, 4), running_ends=(2 * HOUR, HOUR))
+    queue = [gang("gang1", 20), gang("gang2", 10), small("long", 180)]
+    result = decide(view, queue, running, Policy(backfill_heads=heads), NOW)
+    assert result.decision("gang1").expected_start == NOW + HOUR
+    assert result.decision("gang2").expected_start == second_gang_start
+    d = result.decision("long")
+    assert (d.outcome, d.nodes) == small_job
+    if d.outcome is Outcome.WAITING:
+        assert d.reason is Reason.WAITING_BEHIND_HEAD
+        assert "held for gang2" in d.rejection("a", "gpu").message
+
+
+@pytest.mark.parametrize(
+    ("first_gang_hours", "second_gang_start"),
+    [
+        (4, NOW + 2 * HOUR),  # node 1 is gang1's from 1h to 5h: gang2 waits for node 0 (2h)
+        (0.5, NOW + 1.5 * HOUR),  # gang1 is done on node 1 at 1.5h, before node 0 frees
+    ],
+)
+def test_a_later_head_is_never_promised_what_an_earlier_one_holds(first_gang_hours, second_gang_start):
+    view, running = fleet()  # node 0 full until 2h; node 1: 4 free until 1h
+    queue = [gang("gang1", 20, hours=first_gang_hours), gang("gang2", 10)]
+    result = decide(view, queue, running, Policy(backfill_heads=2), NOW)
+    assert result.decision("gang1").expected_start == NOW + HOUR
+    assert result.decision("gang2").expected_start == second_gang_start

@@ -1,5 +1,5 @@
 """The placement API fuzzed from its own OpenAPI schema: no 5xx, answers that match the schema, and
-nothing written by a request the service refused.
+nothing written by a request the service refused, on SQLite and on PostgreSQL.
 
 Schemathesis generates valid and invalid inputs for every operation under /mcsched/api/v1; each
 goes through Airflow's real API server app in process (the `api_client`), as the admin user, so
@@ -11,7 +11,7 @@ Hypothesis `@given` over the operation's strategy, and every failing operation i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,14 +22,25 @@ from schemathesis import APIOperation, Case, GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from tests.conftest import airflow_sessions_on
 from tests.reliability.api_state import bearer, row_counts, seed_fleet_and_placement
 from tests.service.conftest import wipe_our_tables
 
-EXAMPLES_PER_OPERATION = 15  # 19 operations x 2 modes x 15 examples: about half a minute
+EXAMPLES_PER_OPERATION = {"sqlite": 15, "postgres": 10}  # x 19 operations x 2 modes: about a minute each
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def metadata_db(request: pytest.FixtureRequest, api_client) -> Iterator[str]:
+    """The metadata DB the API server in process works on: the test session's SQLite, or PostgreSQL."""
+    if request.param == "sqlite":
+        yield request.param
+        return
+    with airflow_sessions_on(request.getfixturevalue("postgres_airflow_url")):
+        yield request.param
 
 
 @pytest.fixture(scope="module")
-def seeded_placement(api_client, user_tokens) -> str:
+def seeded_placement(api_client, user_tokens, metadata_db) -> str:
     wipe_our_tables()
     yield seed_fleet_and_placement(api_client, user_tokens["admin"])
     wipe_our_tables()
@@ -69,12 +80,14 @@ def _exercise(api_client, token: str, placement_id: str) -> Callable[[Case], Non
 
 
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=str)
-def test_every_operation_survives_generated_input(api_client, user_tokens, seeded_placement, api_operations, mode):
+def test_every_operation_survives_generated_input(
+    api_client, user_tokens, metadata_db, seeded_placement, api_operations, mode
+):
     check = _exercise(api_client, user_tokens["admin"], seeded_placement)
     failures: dict[str, str] = {}
     for operation in api_operations:
         run = settings(
-            max_examples=EXAMPLES_PER_OPERATION,
+            max_examples=EXAMPLES_PER_OPERATION[metadata_db],
             deadline=None,
             derandomize=True,
             database=None,

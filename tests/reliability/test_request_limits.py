@@ -121,3 +121,37 @@ def test_query_values_out_of_range_are_422_naming_the_parameter(api_client, admi
     r = api_client.get(f"{API}/{path}", params={field: value}, headers=admin)
     assert r.status_code == 422, r.text
     assert r.json()["detail"][0]["loc"] == ["query", field]
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "loc"),
+    [
+        ("POST", "placements", _with(valid_submit(), "task.dag_id", "d\x00"), ["body", "task", "dag_id"]),
+        ("POST", "placements", _with(valid_submit(), "ask.gpu_types", ["A\x00"]), ["body", "ask", "gpu_types", 0]),
+        (
+            "POST",
+            "placements",
+            _with(valid_submit(), "dag_params", {"team\x00": "ml"}),
+            ["body", "dag_params", "team\x00"],
+        ),
+        ("GET", "placements/p%00", None, ["path"]),
+        ("GET", "placements?team=ml%00", None, ["query", "team"]),
+        ("GET", "audit?actor=%00", None, ["query", "actor"]),
+        ("GET", "clusters/cloud-h100%00", None, ["path"]),
+    ],
+)
+def test_a_nul_character_is_refused_naming_where_it_is(api_client, admin, method, url, body, loc):
+    """PostgreSQL cannot store or compare text with NUL (it was a 500 there, accepted by SQLite)."""
+    before = row_counts()
+    r = api_client.request(method, f"{API}/{url}", json=body, headers=admin)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"] == [
+        {"loc": loc, "msg": "text must not contain NUL characters (\\u0000)", "type": "value_error"}
+    ]
+    assert row_counts() == before
+
+
+def test_a_backslash_before_u0000_is_text_not_a_nul(api_client, admin):
+    r = api_client.post(f"{API}/placements", json=valid_submit("slash\\u0000"), headers=admin)
+    assert r.status_code == 201, r.text
+    assert r.json()["task"]["task_id"] == "slash\\u0000"

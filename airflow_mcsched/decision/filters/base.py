@@ -4,12 +4,13 @@ New policy = a new filter class in the pipeline, not a new `if` in the engine. A
 what its verdict depends on, so the engine can judge each thing once:
 
 - `scope`: what it looks at: the cluster, a pool's declared traits, or a pool's live capacity.
-- `lasting`: the verdict depends only on what the cluster or pool *is* and on the part of the
-  request its `signature` returns, not on free capacity or on the cycle's grants. Requests alike in
-  every lasting filter's signature share one judgement per cycle; lasting filters run first.
-- `request_independent`: the same verdict for every request in a cycle (cluster state and health).
-- `fit`: a pure function of the demand and the pool's capacity; remembered while the pool's
-  capacity object is unchanged.
+- `lasting`: the verdict depends only on what the cluster or pool *is*, the policy and the part of
+  the request its `signature` returns, not on free capacity, the cycle's grants or the clock.
+  Requests alike in every lasting filter's signature share one judgement for as long as the view
+  lives (across cycles, see plan_cache.py); lasting filters run first.
+- `request_independent`: the same verdict for every request in a cycle (cluster state and health);
+  these may read the clock (`ctx.cycle.now`: staleness) and are judged once per view and `now`.
+- `fit`: a pure function of the demand and the pool's capacity; remembered per capacity object.
 """
 
 from __future__ import annotations

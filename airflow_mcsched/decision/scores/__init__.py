@@ -3,7 +3,7 @@
 from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.decision.scores.cost import DataLocalityScore, PriceScore
 from airflow_mcsched.decision.scores.fitness import SpotDiscountScore, SuitabilityScore
-from airflow_mcsched.decision.scores.packing import FragmentationScore, LoadScore
+from airflow_mcsched.decision.scores.packing import FragmentationScore, LoadScore, WholeNodeScore
 
 DEFAULT_SCORES: tuple[Score, ...] = (
     PriceScore(),
@@ -12,6 +12,7 @@ DEFAULT_SCORES: tuple[Score, ...] = (
     LoadScore(),
     SuitabilityScore(),
     SpotDiscountScore(),
+    WholeNodeScore(),
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "Score",
     "SpotDiscountScore",
     "SuitabilityScore",
+    "WholeNodeScore",
 ]

@@ -7,7 +7,11 @@
   gap and a data-transfer bill weigh in one currency (the cheapest pool scores 1).
 - `dynamic` scores depend on live capacity or the chosen nodes (and get them); the others depend
   only on the request's signature and what the cluster and pool are, so they are computed once per
-  signature per cycle (with `capacity=None, pods=()`). Dollar scores must not be dynamic.
+  signature for as long as the view lives (with `capacity=None, pods=()`). Dollar scores must not
+  be dynamic. No score reads the clock or the cycle's grants: values are remembered per capacity
+  object across cycles on the same view (see plan_cache.py). The exception says so: a `per_cycle`
+  score (one that reads running work or the clock) puts something of its cycle in its `signature`,
+  and requests are then judged afresh in each cycle.
 
 `signature` says which part of the request a score depends on (values are shared between
 requests alike in it); `upper_bound` lets the engine skip pools that cannot win without choosing
@@ -31,6 +35,7 @@ class Score(ABC):
     name: ClassVar[str]
     in_dollars: ClassVar[bool] = False
     dynamic: ClassVar[bool] = False
+    per_cycle: ClassVar[bool] = False
 
     def applies(self, ctx: RequestContext) -> bool:
         return True
@@ -62,5 +67,8 @@ class Score(ABC):
         capacity: PoolCapacity | None,
         pods: tuple[NodeAllocation, ...],
     ) -> Detail:
-        """The figures behind the value, for the decision's explanation (only asked of the ranked few)."""
+        """The figures behind the value, for the decision's explanation (only asked of the ranked few).
+
+        Like the value, they may depend only on the request's `signature`, the pool and its capacity:
+        they are remembered per capacity object for all requests alike."""
         return ()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
 from airflow_mcsched.decision.scores.base import Score
 
@@ -93,3 +96,84 @@ class LoadScore(Score):
     def explain(self, ctx, cluster, pool, capacity, pods):
         free_fraction, _ = self._parts(ctx, cluster, capacity)
         return (("free_fraction_after", round(free_fraction, 4)), ("pods_pending", cluster.pods_pending))
+
+
+class WholeNodeScore(Score):
+    """Keep nodes coming free whole, for gangs that need all of one: put a pod where it delays the
+    moment its node is empty again the least, weighed by how much of a large node it strands.
+
+    A node is busy until the expected end of the work on it (now if nothing runs; never, for work of
+    unknown end). A pod that ends by then costs nothing; one that opens an empty node, or outlives
+    what runs there, costs (time it adds / its own duration) x (GPUs it leaves free on the node /
+    GPUs of the fleet's largest node); the value is 1 - that cost. So small and short pods fill the
+    gaps of nodes already busy, long ones join long ones, and empty large nodes stay empty longest.
+    Unlike `fragmentation` (which node within a pool), this compares pools too: a small pod goes to
+    a partly used node of a pricier pool rather than open an empty large node, as far as the weight
+    says. It reads the expected ends of running work and the clock, so it is `per_cycle`.
+    """
+
+    name = "whole_nodes"
+    dynamic = True
+    per_cycle = True
+
+    def __init__(self) -> None:
+        # (weak ref to the cycle, token, GPUs of the fleet's largest node, pool -> (work version,
+        # node -> seconds busy)); replaced, never changed in place, so concurrent cycles each read
+        # their own. The token stands for the cycle in the signature (values are not remembered
+        # beyond it); the cycle itself is not kept alive (nor its view).
+        self._known: tuple[Callable[[], object], object, int, dict] = (lambda: None, None, 1, {})
+
+    def signature(self, ctx):
+        return (ctx.demand, ctx.duration, self._for_cycle(ctx)[1])
+
+    def _for_cycle(self, ctx) -> tuple[Callable[[], object], object, int, dict]:
+        known = self._known
+        if known[0]() is not ctx.cycle:
+            largest = max((p.gpus_per_node for p in ctx.cycle.view.pools), default=0)
+            known = self._known = (weakref.ref(ctx.cycle), object(), max(1, largest), {})
+        return known
+
+    def _busy_for(self, ctx, pool, busy_by_pool: dict) -> dict[str, float]:
+        """Node -> seconds from now until the last of our work on it is expected to end (0 = past it)."""
+        version = ctx.cycle.running.pool_version(pool.key)
+        known = busy_by_pool.get(pool.key)
+        if known is not None and known[0] == version:
+            return known[1]
+        now = ctx.now
+        busy: dict[str, float] = {}
+        for r in ctx.cycle.running_in(pool.key):
+            left = max(0.0, (r.expected_end - now).total_seconds())
+            for a in r.pods:
+                if busy.get(a.node, -1.0) < left:
+                    busy[a.node] = left
+        busy_by_pool[pool.key] = (version, busy)
+        return busy
+
+    def _cost(self, ctx, pool, capacity, pods) -> float:
+        _, _, largest, busy_by_pool = self._for_cycle(ctx)
+        d = ctx.demand
+        taken: dict[str, float] = {}
+        for a in pods:
+            taken[a.node] = taken.get(a.node, 0.0) + (d.gpus if d.gpus else d.gpu_milli / MILLI_PER_GPU)
+        seconds = max(1.0, ctx.duration.total_seconds())
+        busy = self._busy_for(ctx, pool, busy_by_pool)
+        worst = 0.0
+        for name, gpus in taken.items():
+            node = capacity.node(name)
+            if node is None or not node.gpus:
+                continue
+            if name in busy:
+                until = busy[name]
+            elif node.whole_gpus_free == node.gpus:
+                until = 0.0  # nothing runs and every GPU is free: the pod opens an empty node
+            else:
+                continue  # work of unknown end holds the node: it is not coming free anyway
+            added = min(1.0, max(0.0, seconds - until) / seconds)
+            worst = max(worst, added * max(0.0, node.gpus - gpus) / largest)
+        return worst
+
+    def measure(self, ctx, cluster, pool, capacity, pods):
+        return 1 - self._cost(ctx, pool, capacity, pods)
+
+    def explain(self, ctx, cluster, pool, capacity, pods):
+        return (("stranded_node_fraction", round(self._cost(ctx, pool, capacity, pods), 4)),)

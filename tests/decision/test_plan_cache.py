@@ -1,0 +1,245 @@
+"""What the engine remembers of a view changes how fast it decides, never what it decides."""
+
+from __future__ import annotations
+
+import gc
+import random
+from datetime import timedelta
+
+import pytest
+
+from airflow_mcsched.access.profiles import (
+    ClusterState,
+    DataLocality,
+    GpuReservation,
+    Interconnect,
+    WorkKind,
+)
+from airflow_mcsched.decision import Outcome, Policy, Reason, TeamQuota, WeightOverride, decide, plan_cache
+from airflow_mcsched.view.snapshot import GlobalView
+from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
+
+GPU_TYPES = ("A100", "H100", "L4", "T4")
+TEAMS = ("ml", "vision", "search", "ads")
+
+POLICIES = {
+    "default": Policy(),
+    "overrides and quotas": Policy(
+        overrides=(
+            WeightOverride(team="vision", weights={"price": 3.0}),
+            WeightOverride(kind=WorkKind.TRAINING, weights={"load": 0.0, "fragmentation": 1.0}),
+        ),
+        quotas=(
+            TeamQuota(team="search", nominal={"*": 6}, cohort="shared"),
+            TeamQuota(team="ads", nominal={"A100": 4, "L4": 4}, cohort="shared"),
+        ),
+        max_staging_seconds=120,
+        work_kind_is_hard=True,
+    ),
+    "no backfill, no preemption, no runners-up": Policy(backfill=False, preemption=False, runners_up=0),
+    "short staleness": Policy(max_observation_age_seconds=45),
+    "no per-cycle score": Policy(weights={"whole_nodes": 0.0}),  # everything is reused across cycles
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory():
+    plan_cache.forget_all()
+    yield
+    plan_cache.forget_all()
+
+
+def random_view(rng: random.Random) -> GlobalView:
+    """A small fleet drawn from `rng`: GPU types, prices, spot offers, sharing, RDMA, free GPUs and
+    CPU, data, reserved GPUs, cordoned, failed and old capacity reads."""
+    entries = []
+    for c in range(rng.randint(2, 5)):
+        big, small = rng.sample(GPU_TYPES, 2)
+        pools = [
+            pool(
+                "big",
+                big,
+                gpus_per_node=8,
+                nodes=rng.randint(1, 3),
+                price_per_gpu_hour=rng.choice([1.0, 2.0, 4.0]),
+                spot_price_per_gpu_hour=rng.choice([None, 0.5]),
+                interconnect=[Interconnect.INFINIBAND] if rng.random() < 0.5 else [],
+            ),
+            pool("small", small, gpus_per_node=4, nodes=2, gpu_sharing=rng.random() < 0.5, price_per_gpu_hour=0.8),
+            pool("cpu", None, nodes=1),
+        ]
+        profile = cluster(
+            f"c{c}",
+            *pools,
+            region=f"r{c % 2}",
+            state=ClusterState.CORDONED if rng.random() < 0.1 else ClusterState.ACTIVE,
+            suited_for=rng.sample(list(WorkKind), 3),
+            data=DataLocality(
+                datasets=[f"ds-{c % 3}"], ingress_gbps=rng.choice([1.0, 10.0]), egress_price_per_gib=0.05
+            ),
+            reserved=[GpuReservation(gpu_type=big, gpus=4, priority_classes=["high"])] if rng.random() < 0.3 else [],
+        )
+        obs = observe(
+            profile,
+            free={"big": [rng.randint(0, 8) for _ in range(pools[0].nodes)], "small": [rng.randint(0, 4)] * 2},
+            cpu_free={"big": [rng.choice([4, 32, 64]) for _ in range(pools[0].nodes)]},
+            at=NOW - timedelta(seconds=rng.choice([10, 10, 10, 60])),
+            error="connection refused" if rng.random() < 0.1 else None,
+            seen=[f"rsv-run-{c}-{i}" for i in range(3) if rng.random() < 0.5],
+            pods_pending=rng.randint(0, 5),
+        )
+        entries.append((profile, obs))
+    return view_of(*entries)
+
+
+def random_queue(rng: random.Random, n: int) -> list:
+    out = []
+    for i in range(n):
+        shape = rng.random()
+        kw: dict = {}
+        if shape < 0.5:
+            kw["gpus"] = rng.choice([1, 2, 4, 8])
+            if rng.random() < 0.4:
+                kw["gpu_types"] = tuple(rng.sample(GPU_TYPES, 2))
+        elif shape < 0.6:
+            kw.update(gpus=8, pods=2, needs_rdma=rng.random() < 0.5)
+        elif shape < 0.8:
+            kw["gpu_milli"] = rng.choice([250, 500])
+        else:
+            kw["cpu"] = rng.choice([2, 8])
+        if rng.random() < 0.3:
+            kw["data"] = [{"location": f"ds-{rng.randrange(3)}", "size_gib": rng.choice([10, 500])}]
+        if rng.random() < 0.1:
+            kw["max_cost_per_hour"] = 5.0
+        out.append(
+            request(
+                f"q{i}",
+                team=rng.choice(TEAMS),
+                kind=rng.choice(list(WorkKind)),
+                interruptible=rng.random() < 0.3,
+                priority_class=rng.choice(["low", "normal", "high"]),
+                expected_duration=timedelta(minutes=rng.choice([10, 60, 600])),
+                arrival=NOW - timedelta(seconds=n - i),
+                **kw,
+            )
+        )
+    return out
+
+
+def random_running(rng: random.Random, view: GlobalView) -> list:
+    """Our running work: some of it shown by the capacity reads, some not yet, some with a lapsed lease."""
+    out = []
+    for c in view.clusters:
+        for i in range(3):
+            p = rng.choice([p for p in c.pools if p.gpu_type])
+            if not p.capacity.nodes:
+                continue
+            node = rng.choice(p.capacity.nodes).name
+            out.append(
+                reservation(
+                    f"run-{c.name[1:]}-{i}",
+                    c.name,
+                    p.name,
+                    node,
+                    gpus=rng.choice([1, 2]),
+                    team=rng.choice(TEAMS),
+                    priority=rng.choice([0, 100]),
+                    interruptible=rng.random() < 0.5,
+                    gpu_type=p.gpu_type,
+                    expires_in=timedelta(minutes=rng.choice([-1, 10, 10])),
+                    ends_in=timedelta(minutes=rng.choice([5, 90])),
+                )
+            )
+    return out
+
+
+def _uncached(view, queue, running, policy, now):
+    plan_cache.forget_all()
+    return decide(view, queue, running, policy, now)
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(6))
+def test_decisions_with_and_without_memory_are_equal(seed, policy_name):
+    """Many cycles on one view (other queues, other running work, later clocks) fill the memory;
+    each decision equals the one made with nothing remembered, down to explanations and scores."""
+    rng = random.Random(seed)
+    policy = POLICIES[policy_name]
+    view = random_view(rng)
+    cycles = [
+        (random_queue(rng, rng.randint(1, 40)), random_running(rng, view), NOW + timedelta(seconds=s))
+        for s in (0, 0, 20, 40, 0)
+    ]
+    remembered = [decide(view, q, running, policy, now) for q, running, now in cycles]
+    remembered += [decide(view, q, running, policy, now) for q, running, now in reversed(cycles)]
+    fresh = [_uncached(view, q, running, policy, now) for q, running, now in cycles]
+    assert remembered[: len(cycles)] == fresh
+    assert remembered[len(cycles) :] == fresh[::-1]
+
+
+def test_a_changed_view_is_decided_afresh():
+    """A new view (another capacity read) never uses what was learnt from the old one."""
+    profile = cluster("a", pool("gpu", "A100", nodes=1), pool("l4", "L4", gpus_per_node=4, nodes=1))
+    before = view_of((profile, observe(profile, free={"gpu": [8], "l4": [4]})))
+    queue = [request("big", gpus=8), request("small", gpus=1)]
+    assert decide(before, queue, [], Policy(), NOW).decisions[0].pool == "gpu"
+    after = view_of((profile, observe(profile, free={"gpu": [2], "l4": [4]})))
+    result = decide(after, queue, [], Policy(), NOW)
+    assert result == _uncached(after, queue, [], Policy(), NOW)
+    assert result.decisions[0].outcome is Outcome.WAITING
+
+
+def test_memory_of_a_view_goes_with_the_view():
+    """A view no longer referenced takes what was learnt from it along; a new view at the same
+    address starts afresh."""
+    rng = random.Random(7)
+    view = random_view(rng)
+    queue = random_queue(rng, 10)
+    decide(view, queue, [], Policy(), NOW)
+    assert plan_cache.remembered_views() == 1
+    del view
+    gc.collect()
+    assert plan_cache.remembered_views() == 0
+    for seed in range(5):  # addresses are reused: each new view must still be decided as itself
+        other = random_view(random.Random(100 + seed))
+        policy = POLICIES["default"]
+        assert decide(other, queue, [], policy, NOW) == _uncached(other, queue, [], policy, NOW)
+
+
+def test_memory_holds_a_bounded_number_of_views():
+    views = [random_view(random.Random(seed)) for seed in range(plan_cache.MAX_VIEWS + 3)]
+    for view in views:
+        decide(view, [request(gpus=1)], [], Policy(), NOW)
+    assert plan_cache.remembered_views() == plan_cache.MAX_VIEWS
+
+
+def test_a_cluster_growing_stale_is_judged_at_each_clock_reading():
+    """Cluster verdicts read the clock: the same view can be fresh at one `now` and stale at the next."""
+    profile = cluster("a", pool(nodes=1))
+    view = view_of((profile, observe(profile, at=NOW - timedelta(seconds=30))))
+    policy = Policy(max_observation_age_seconds=60)
+    ask = [request(gpus=1)]
+    assert decide(view, ask, [], policy, NOW).decisions[0].outcome is Outcome.ADMITTED
+    stale = decide(view, ask, [], policy, NOW + timedelta(minutes=5)).decisions[0]
+    assert stale.rejections[0].reason is Reason.CLUSTER_STALE
+    assert "330s ago" in stale.rejections[0].message
+    assert decide(view, ask, [], policy, NOW).decisions[0].outcome is Outcome.ADMITTED
+
+
+def test_other_policies_on_the_same_view_are_kept_apart():
+    profile = cluster("a", pool("cheap", "A100", nodes=1, price_per_gpu_hour=1.0), pool("fast", "H100", nodes=1))
+    view = view_of(profile)
+    ask = [request(gpus=1, gpu_types=("A100", "H100"))]
+    assert decide(view, ask, [], Policy(), NOW).decisions[0].pool == "cheap"
+    no_price = Policy(weights={"price": 0.0, "load": 0.0, "fragmentation": 0.0, "suitability": 0.0})
+    assert decide(view, ask, [], no_price, NOW) == _uncached(view, ask, [], no_price, NOW)
+
+
+def test_reservations_not_yet_seen_are_taken_from_capacity_in_every_cycle():
+    """The capacity left by unseen reservations is remembered per view, but only for those reservations."""
+    profile = cluster("a", pool(nodes=1))
+    view = view_of(profile)
+    held = reservation("early", "a", "gpu", "a-gpu-0", gpus=8)
+    assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
+    assert decide(view, [request(gpus=1)], [], Policy(), NOW).decisions[0].outcome is Outcome.ADMITTED
+    assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
