@@ -71,22 +71,6 @@ def take_admission_lock(session: Session, now: datetime) -> None:
         session.execute(stmt)
 
 
-def serialise_on_sqlite(session: Session, now: datetime) -> None:
-    """SQLite has one writer: take the admission lock first so a read is never upgraded to a write
-    (which SQLite refuses at once when another writer committed in between). PostgreSQL writers
-    lock rows instead (`PlacementStore._row(..., lock=True)`)."""
-    if session.get_bind().dialect.name == "sqlite":
-        take_admission_lock(session, now)
-
-
-def lock_then_now(session: Session) -> datetime:
-    """Take the admission lock, then read the clock. Rows read and times stamped after the lock
-    follow commit order: a state read before it may be stale (a release would cancel a placement
-    just admitted), and a time taken before it may precede the commit it waited for."""
-    take_admission_lock(session, datetime.now(UTC))
-    return datetime.now(UTC)
-
-
 def team_and_project(submit: PlacementSubmit) -> tuple[str, str | None]:
     """The task's own team/project, else the DAG's params, else its `team:x` / `project:y` tags."""
     tags = dict(t.split(":", 1) for t in submit.dag_tags if ":" in t)
@@ -131,11 +115,17 @@ class PlacementStore:
             q = q.with_for_update().execution_options(populate_existing=True)
         return self.session.scalars(q).one_or_none()
 
+    def _serialise_on_sqlite(self, now: datetime) -> None:
+        """SQLite has one writer: take the admission lock first so a read is never upgraded to a
+        write (which SQLite refuses at once when another writer committed in between). PostgreSQL
+        writers lock rows instead (`_row(..., lock=True)`)."""
+        if not self._serialised and self.session.get_bind().dialect.name == "sqlite":
+            take_admission_lock(self.session, now)
+        self._serialised = True
+
     def _writable(self, placement_id: str, now: datetime) -> tuple[PlacementRow, ReservationRow | None]:
         """A write's rows, locked in the order cycles lock them: the placement, then its reservation."""
-        if not self._serialised:
-            serialise_on_sqlite(self.session, now)
-            self._serialised = True
+        self._serialise_on_sqlite(now)
         fresh = placement_id not in self._locked
         row = self._row(placement_id, lock=fresh)
         res = self._reservation(placement_id, lock=fresh)
@@ -143,8 +133,10 @@ class PlacementStore:
         return row, res
 
     def lock(self, placement_id: str) -> datetime:
-        """Lock a placement for a write in this transaction, then read the clock: a time taken
-        after the lock follows the commit of any cycle that held the row (see `lock_then_now`)."""
+        """Lock a placement for a write in this transaction, then read the clock. Rows read and
+        times stamped after the lock follow commit order: a state read before it may be stale (a
+        release would cancel a placement a cycle just admitted), and a time taken before it may
+        precede the commit of the cycle it waited for."""
         self._writable(placement_id, datetime.now(UTC))
         return datetime.now(UTC)
 
@@ -192,7 +184,7 @@ class PlacementStore:
     def submit(self, submit: PlacementSubmit, actor: str, now: datetime, ti_id: str | None = None) -> PlacementRow:
         """Queue a placement; the same (task try, attempt) returns the placement already queued,
         also when two copies race (the unique key refuses the second insert)."""
-        serialise_on_sqlite(self.session, now)
+        self._serialise_on_sqlite(now)
         existing = self._same_attempt(submit)
         if existing is not None:
             return existing

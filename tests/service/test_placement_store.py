@@ -142,25 +142,30 @@ def test_a_fault_frees_the_capacity_and_the_next_attempt_avoids_the_cluster(db):
     assert second.state is PlacementState.ADMITTED and second.cluster != first.cluster
 
 
-def test_concurrent_requests_for_less_capacity_than_asked_never_over_commit(db):
-    """24 workers at once ask for 2 A100s each; 8 of the fleet's 16 are free for them (8 are kept for
-    the `critical` class): exactly four are admitted, and no node ever holds more than it has."""
+def at_once(workers: int, work) -> list[BaseException]:
+    """Run `work(i)` on `workers` threads released together; the errors they raised."""
     errors: list[BaseException] = []
-    barrier = threading.Barrier(24)
+    barrier = threading.Barrier(workers)
 
     def worker(i: int) -> None:
         try:
             barrier.wait()
-            place(db, submit(f"w{i}", gpus=2))
+            work(i)
         except BaseException as err:
             errors.append(err)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(24)]
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    return errors
+
+
+def test_concurrent_requests_for_less_capacity_than_asked_never_over_commit(db):
+    """24 workers at once ask for 2 A100s each; 8 of the fleet's 16 are free for them (8 are kept for
+    the `critical` class): exactly four are admitted, and no node ever holds more than it has."""
+    assert at_once(24, lambda i: place(db, submit(f"w{i}", gpus=2))) == []
     with db() as s:
         rows = PlacementStore(s, POLICY).list(dag_id="d")
         states = Counter(r.state for r in rows)
@@ -177,32 +182,21 @@ def test_starts_releases_and_cycles_at_once_neither_deadlock_nor_over_commit(db)
     """Writes lock their placement then its reservation; cycles lock every row they decide on in
     the same order: 12 workers submitting, starting and releasing while cycles run never deadlock
     (PostgreSQL would abort one of them), and every grant ends."""
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(12)
 
-    def worker(i: int) -> None:
-        try:
-            barrier.wait()
-            for step in range(4):
-                out = place(db, submit(f"mix{i}-{step}", gpus=2))
-                with db() as s:
-                    store = PlacementStore(s, POLICY)
-                    if out.state is PlacementState.ADMITTED:
-                        store.start(out.id, f"pod-{i}-{step}", now())
-                        store.renew(out.id, now())
-                with db() as s:
-                    PlacementStore(s, POLICY).release(out.id, "succeeded", "", now(), "test")
-                with db() as s:
-                    PlacementStore(s, POLICY).run_cycle()
-        except BaseException as err:
-            errors.append(err)
+    def steps(i: int) -> None:
+        for step in range(4):
+            out = place(db, submit(f"mix{i}-{step}", gpus=2))
+            with db() as s:
+                store = PlacementStore(s, POLICY)
+                if out.state is PlacementState.ADMITTED:
+                    store.start(out.id, f"pod-{i}-{step}", now())
+                    store.renew(out.id, now())
+            with db() as s:
+                PlacementStore(s, POLICY).release(out.id, "succeeded", "", now(), "test")
+            with db() as s:
+                PlacementStore(s, POLICY).run_cycle()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert at_once(12, steps) == []
     with db() as s:
         rows = PlacementStore(s, POLICY).list(dag_id="d")
         active = s.scalars(select(ReservationRow).where(ReservationRow.active.is_(True))).all()
