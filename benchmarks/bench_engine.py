@@ -5,9 +5,11 @@
 Synthetic fleet, seeded: every cluster has an 8-GPU pool, a 4-GPU pool and a CPU pool (12, 8 and
 4 nodes), GPU types and prices drawn from a small catalogue, about half the GPUs in use. The
 queue mixes whole-GPU pods, 8-GPU pods, gangs, GPU shares and CPU-only pods from 10 teams.
-Figures are medians of `--runs` runs, each decision timed twice: on the same view object as the
-run before (what the engine learnt of the view is reused, see decision/plan_cache.py) and on a new
-view object with the same content (nothing is reused: what a cycle after a capacity read sees).
+Figures are medians of `--runs` runs, each decision timed three ways: on the same view object as
+the run before (what the engine learnt of the view is reused, see decision/plan_cache.py); on a new
+view built from a new capacity read of the same fleet (what a cycle after a sync, or a replay's
+next instant, sees: plans and static scores are reused by layout, node choices are not, since the
+capacity objects are new); and with nothing remembered (the first cycle on a fleet).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
 from airflow_mcsched.access.profiles import ClusterProfile, DataLocality, NodePool, WorkKind
-from airflow_mcsched.decision import AdmissionResult, PlacementRequest, Policy, Reservation, decide
+from airflow_mcsched.decision import AdmissionResult, PlacementRequest, Policy, Reservation, decide, plan_cache
 from airflow_mcsched.view import GlobalView, NodeAllocation, build_view
 
 NOW = datetime(2026, 1, 5, 12, tzinfo=UTC)
@@ -171,10 +173,15 @@ def with_seen(observations: list[ClusterObservation], running: list[Reservation]
     ]
 
 
-def median_seconds(fn: Callable[[], object], runs: int) -> tuple[float, float]:
-    """Median wall-clock and median CPU seconds (CPU time is steadier on a shared machine)."""
+def median_seconds(
+    fn: Callable[[], object], runs: int, before: Callable[[], object] | None = None
+) -> tuple[float, float]:
+    """Median wall-clock and median CPU seconds (CPU time is steadier on a shared machine); `before`
+    is called ahead of each run, untimed."""
     wall, cpu = [], []
     for _ in range(runs):
+        if before is not None:
+            before()
         start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         wall.append(time.perf_counter() - start)
@@ -182,16 +189,18 @@ def median_seconds(fn: Callable[[], object], runs: int) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-def fresh_views(view: GlobalView, n: int) -> list[GlobalView]:
-    """New view objects with the same content: what a cycle sees after each capacity read (the
-    service and the replay build one per cycle), so nothing the engine remembered of `view` applies."""
-    return [GlobalView(view.taken_at, view.clusters) for _ in range(n)]
+def new_reads(profiles: list[ClusterProfile], observations: list[ClusterObservation], n: int) -> list[GlobalView]:
+    """Views built anew from the same reads: same layout, new capacity objects (a sync's new view)."""
+    return [build_view(profiles, observations, NOW) for _ in range(n)]
 
 
-def median_per_view(fn: Callable[[GlobalView], object], views: list[GlobalView]) -> tuple[float, float]:
-    """`median_seconds` with each run on its own view (made beforehand, not timed)."""
+def median_per_view(
+    fn: Callable[[GlobalView], object], views: list[GlobalView], forget: bool = False
+) -> tuple[float, float]:
+    """`median_seconds` with each run on its own view (made beforehand, not timed); `forget`: with
+    nothing remembered from earlier runs."""
     todo = iter(views)
-    return median_seconds(lambda: fn(next(todo)), len(views))
+    return median_seconds(lambda: fn(next(todo)), len(views), before=plan_cache.forget_all if forget else None)
 
 
 def main() -> None:
@@ -211,8 +220,11 @@ def main() -> None:
         print(f"score weights: {policy.weights.model_dump()}")
     singles = max(args.runs, 21)
     print(f"medians of {args.runs} runs (single request: of {singles}); wall ms / CPU ms")
-    print("same view: decided again on the view of the run before; new view: a new view object each run")
-    heads = ["1 request", "new view", "cycle (steps)", "new view", "cycle (random)", "new view"]
+    print(
+        "same view: decided again on the view of the run before; new read: a view built anew from the "
+        "same reads; nothing kept: the engine's memory dropped first"
+    )
+    heads = [f"{what}{how}" for what in ("1 request", "steps", "random") for how in ("", " new read", " nothing")]
     print(
         f"{'clusters':>8} {'pools':>6} {'nodes':>6} {'view build':>13} "
         + " ".join(f"{h:>15} {'decisions/s':>11}" for h in heads)
@@ -236,8 +248,9 @@ def main() -> None:
 
             run(view)  # what the view teaches the engine, learnt before the "same view" runs
             same = median_seconds(lambda run=run, view=view: run(view), runs)
-            new = median_per_view(run, fresh_views(view, runs))
-            figures += [(same, len(queue)), (new, len(queue))]
+            new = median_per_view(run, new_reads(profiles, observations, runs))
+            nothing = median_per_view(run, new_reads(profiles, observations, runs), forget=True)
+            figures += [(same, len(queue)), (new, len(queue)), (nothing, len(queue))]
         admitted = len(decide(view, templated, running, policy, NOW).reservations)
         nodes = sum(len(p.capacity.nodes) for p in view.pools)
 

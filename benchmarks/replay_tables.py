@@ -23,6 +23,7 @@ REFERENCE = "pooled"
 ENGINE = "mcsched"
 COLUMNS = (
     ("mean_wait", "mean wait s", "{:.0f}"),
+    ("mean_wait_normal", "normal / low", "{:.0f}"),
     ("p95_wait", "p95 wait s", "{:.0f}"),
     ("max_wait", "max wait s", "{:.0f}"),
     ("max_wait_multi_gpu", "max wait multi-GPU s", "{:.0f}"),
@@ -60,6 +61,15 @@ def targets(results: dict[str, dict]) -> list[tuple[str, bool, str]]:
     ]
 
 
+def _cell(result: dict, key: str, fmt: str) -> str:
+    """One figure; the mean wait of `normal` jobs comes with that of `low` ones ("-" in older files)."""
+    if key not in result:
+        return "-"
+    if key == "mean_wait_normal":
+        return f"{fmt.format(result[key])} / {fmt.format(result['mean_wait_low'])}"
+    return fmt.format(result[key])
+
+
 def markdown(name: str, results: dict[str, dict]) -> str:
     seeds = next(iter(results.values()))["seeds"]
     lines = [f"#### {name} (median of {seeds} seeds)", ""]
@@ -67,7 +77,7 @@ def markdown(name: str, results: dict[str, dict]) -> str:
     lines.append("|" + " --- |" * (len(COLUMNS) + 2))
     for policy, r in results.items():
         low, high = r["spread"]["mean_wait"]
-        cells = [fmt.format(r[k]) for k, _, fmt in COLUMNS]
+        cells = [_cell(r, k, fmt) for k, _, fmt in COLUMNS]
         label = f"**{policy}**" if policy == ENGINE else policy
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {low:.0f}-{high:.0f} |")
     lines.append("")

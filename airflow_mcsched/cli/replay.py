@@ -21,6 +21,8 @@ from airflow_mcsched.replay.variants import VARIANTS, variant
 COLUMNS = (
     ("jobs", "jobs", "{}"),
     ("mean_wait", "mean wait s", "{:.0f}"),
+    ("mean_wait_normal", "normal s", "{:.0f}"),
+    ("mean_wait_low", "low s", "{:.0f}"),
     ("p95_wait", "p95 wait s", "{:.0f}"),
     ("max_wait", "max wait s", "{:.0f}"),
     ("max_wait_multi_gpu", "max wait multi-GPU s", "{:.0f}"),

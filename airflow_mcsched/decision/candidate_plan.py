@@ -77,11 +77,13 @@ def _judge_clusters(ctx: RequestContext, filters: Sequence[Filter]) -> dict[str,
 
 
 def shared_plans(ctx: RequestContext, filters: Sequence[Filter]) -> SharedPlans:
-    """Where this cycle finds and keeps its plans: shared with every cycle on the same view, policy and
-    plugins whose clusters are ruled out alike (the cluster verdicts read the clock, the rest does not)."""
+    """Where this cycle finds and keeps its plans: shared with every cycle on a view of the same layout,
+    policy and plugins whose clusters are ruled out alike (the cluster verdicts read the clock and
+    the read times, the rest does not)."""
     cycle = ctx.cycle
     if cycle.shared is None:
-        verdicts = cycle.memory.cluster_verdicts(cycle.now, partial(_judge_clusters, ctx, filters))
+        clock = (cycle.now, tuple(c.observed_at for c in cycle.view.clusters))
+        verdicts = cycle.memory.cluster_verdicts(clock, partial(_judge_clusters, ctx, filters))
         cycle.cluster_verdicts = verdicts
         cycle.shared = cycle.memory.shared(tuple(r for r in verdicts.values() if r is not None))
     return cycle.shared

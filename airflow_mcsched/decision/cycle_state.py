@@ -39,7 +39,7 @@ class CycleState:
         self.max_observation_age = policy.max_observation_age
         self.memory = plan_memory(view, policy, plugins)
         self.overlay = CapacityOverlay(view)
-        self.running = RunningWork(active, self._domain_of)
+        self.running = RunningWork(active, partial(_domain_of, view))  # not a bound method: no cycle to collect
         self.granted_ids: set[str] = set()
         self.head = None  # set by admission: the backfill reservation of the first blocked request
         self._quota: QuotaLedger | None = None
@@ -49,10 +49,10 @@ class CycleState:
         # `shared` is set with the cluster verdicts when the first request needs them
         self.cluster_verdicts: dict[str, object] | None = None
         self.shared: SharedPlans | None = None
-        self.fit_memo: dict[tuple, dict[tuple[int, int], tuple]] = self.memory.fit_memo
         self.staging_memo = self.memory.staging
         # and what only this cycle may use: it depends on the grants and the running work
         self.rankings: dict[tuple, object] = {}
+        self.setups: dict[tuple, object] = {}  # setups with per-cycle scores (pool_judgement.py)
         self.no_victims: dict[tuple, dict[int, tuple]] = {}
         not_yet_seen: dict[PoolKey, list[NodeAllocation]] = defaultdict(list)
         seen = {c.name: c.reservation_ids_seen for c in view.clusters}
@@ -67,9 +67,6 @@ class CycleState:
 
     def _pool(self, key: PoolKey) -> PoolView | None:
         return self.view.pool(*key) if self.view.has_pool(key) else None
-
-    def _domain_of(self, cluster: str) -> str | None:
-        return self.view.cluster(cluster).failure_domain if self.view.has_cluster(cluster) else None
 
     @property
     def quota(self) -> QuotaLedger:
@@ -129,3 +126,7 @@ class CycleState:
         if holders is None:
             holders = sources[location] = tuple(c.name for c in self.view.clusters if c.data.holds(location))
         return holders
+
+
+def _domain_of(view: GlobalView, cluster: str) -> str | None:
+    return view.cluster(cluster).failure_domain if view.has_cluster(cluster) else None

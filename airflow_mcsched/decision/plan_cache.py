@@ -1,22 +1,21 @@
-"""What the engine learns from one view and keeps while that view lives: plans, verdicts, fit answers.
+"""What the engine learns from a view's layout and keeps across views alike in it: plans, verdicts, fit answers.
 
-A `GlobalView` never changes, so what the engine derives from the view, the policy and the plugins
-alone holds for every cycle decided on that view object: the clusters' and pools' lasting verdicts,
-the static scores and plans, the capacity left by reservations whose pods the view does not show
-yet, and the fit verdicts remembered per capacity object. Only the clock-dependent cluster verdicts
-(a capacity read grows stale) are kept per `now`.
+What the engine derives from the clusters and pools themselves (their type, prices, data, state,
+health: `GlobalView.layout`), the policy and the plugins alone holds for every view alike in that
+layout, whatever is free on it: the pools' lasting verdicts, the static scores and plans. So a
+new capacity read of an unchanged fleet (every sync, every instant of a replay) reuses them. What
+depends on free capacity is remembered per capacity object and checked by identity: the fit
+verdicts, rankings, and the capacity left by reservations whose pods the view does not show yet.
+Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
 
-Entries are found by the view's identity and checked against a weak reference to it, so an entry
-goes when its view does and never serves another view that happens to reuse the address; at most
-`MAX_VIEWS` views, `MAX_POLICIES` policy and plugin pairs per view, `MAX_CLOCKS` clock readings,
-`MAX_PLANS` plans and `MAX_CHANGED` capacities per entry are kept, so memory stays bounded whatever
-the caller does.
+At most `MAX_VIEWS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
+readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities and `MAX_FIT_MEMOS` demands' fit verdicts per
+entry are kept, so memory stays bounded whatever the caller does.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -29,6 +28,7 @@ MAX_POLICIES = 4
 MAX_CLOCKS = 4
 MAX_PLANS = 4096
 MAX_CHANGED = 16384
+MAX_FIT_MEMOS = 4096
 
 
 class SharedPlans:
@@ -56,6 +56,7 @@ class PlanMemory:
         "_shared",
         "any_reserved",
         "data_sources",
+        "derived",
         "fit_memo",
         "plugins",
         "policy",
@@ -69,6 +70,8 @@ class PlanMemory:
         self.any_reserved = any(c.reserved for c in view.clusters)
         self.weights: dict[Hashable, Any] = {}
         self.data_sources: dict[str, tuple[str, ...]] = {}
+        self.derived: dict[Hashable, Any] = {}
+        """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[int, tuple]] = {}
         self._changed: dict[tuple[int, tuple[NodeAllocation, ...], bool], tuple[PoolCapacity, PoolCapacity]] = {}
@@ -91,14 +94,24 @@ class PlanMemory:
         self._changed[key] = (capacity, after)
         return after
 
-    def cluster_verdicts(self, now: object, judge: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Request-independent cluster verdicts at `now` (they read the clock: staleness)."""
-        verdicts = self._clocks.get(now)
+    def cluster_verdicts(self, clock: Hashable, judge: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Request-independent cluster verdicts at one `clock` (now and the clusters' read times:
+        staleness)."""
+        verdicts = self._clocks.get(clock)
         if verdicts is None:
             if len(self._clocks) >= MAX_CLOCKS:
                 self._clocks.clear()
-            verdicts = self._clocks[now] = judge()
+            verdicts = self._clocks[clock] = judge()
         return verdicts
+
+    def fit_memo_for(self, key: Hashable) -> dict[tuple[int, int], tuple]:
+        """Fit verdicts of one demand (and its dynamic scores) by pool and capacity object."""
+        memo = self.fit_memo.get(key)
+        if memo is None:
+            if len(self.fit_memo) >= MAX_FIT_MEMOS:
+                self.fit_memo = {}
+            memo = self.fit_memo[key] = {}
+        return memo
 
     def shared(self, verdicts: Hashable) -> SharedPlans:
         """Plans for this set of cluster verdicts (the clusters ruled out, with their messages)."""
@@ -112,43 +125,27 @@ class PlanMemory:
         return shared
 
 
-class _Entry:
-    __slots__ = ("memories", "view")
-
-    def __init__(self, view: weakref.ref[GlobalView]) -> None:
-        self.view = view
-        self.memories: dict[tuple[int, object], PlanMemory] = {}
-
-
-_entries: dict[int, _Entry] = {}
-_lock = threading.RLock()  # re-entrant: a view collected while the lock is held calls _forget
-
-
-def _forget(ref: weakref.ref[GlobalView], key: int) -> None:
-    with _lock:
-        entry = _entries.get(key)
-        if entry is not None and entry.view is ref:
-            del _entries[key]
+_entries: dict[Hashable, dict[tuple[int, object], PlanMemory]] = {}
+"""Layout -> memories by (policy identity, plugins), least recently used first."""
+_lock = threading.Lock()
 
 
 def plan_memory(view: GlobalView, policy: object, plugins: object) -> PlanMemory:
-    """The memory for this view, policy and plugins (a new one the first time they meet)."""
-    key = id(view)
+    """The memory for this view's layout, policy and plugins (a new one the first time they meet)."""
+    key = view.layout
     with _lock:
-        entry = _entries.get(key)
-        if entry is None or entry.view() is not view:
+        memories = _entries.pop(key, None)
+        if memories is None:
             if len(_entries) >= MAX_VIEWS:
                 del _entries[next(iter(_entries))]  # the least recently used
-            entry = _Entry(weakref.ref(view, lambda ref, key=key: _forget(ref, key)))
-        else:
-            del _entries[key]  # moved to the end: most recently used
-        _entries[key] = entry
+            memories = {}
+        _entries[key] = memories  # at the end: most recently used
         memory_key = (id(policy), plugins)
-        memory = entry.memories.get(memory_key)
+        memory = memories.get(memory_key)
         if memory is None or memory.policy is not policy:
-            if len(entry.memories) >= MAX_POLICIES:
-                entry.memories.clear()
-            memory = entry.memories[memory_key] = PlanMemory(view, policy, plugins)
+            if len(memories) >= MAX_POLICIES:
+                memories.clear()
+            memory = memories[memory_key] = PlanMemory(view, policy, plugins)
         return memory
 
 
@@ -158,6 +155,6 @@ def forget_all() -> None:
         _entries.clear()
 
 
-def remembered_views() -> int:
+def remembered_layouts() -> int:
     with _lock:
         return len(_entries)

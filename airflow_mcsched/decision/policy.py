@@ -46,6 +46,7 @@ class ScoreWeights(_Strict):
     load: float = Field(default=0.1, ge=0)
     suitability: float = Field(default=0.3, ge=0)
     spot: float = Field(default=0.2, ge=0)
+    scarcity: float = Field(default=2.0, ge=0)
     whole_nodes: float = Field(default=1.0, ge=0)
 
 

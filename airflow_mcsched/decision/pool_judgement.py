@@ -55,6 +55,11 @@ class Setup:
     fit_filters: list[Filter]
     memo: dict[tuple[int, int], tuple]
     ranking_key: tuple
+    per_cycle_at: tuple[int, ...] = ()
+    """Positions in the plan's dynamic scores of the `per_cycle` ones: a setup with any is its cycle's own."""
+    lasting_memo: dict[tuple[int, int], tuple] | None = None
+    """With per-cycle scores: node choice, the other dynamic values and their bounds by pool and
+    capacity object, shared with later cycles (what per-cycle scores do not touch is not redone)."""
     scored: dict[tuple[int, int, bool], tuple] = field(default_factory=dict)
     """Scored candidates by fleet position, capacity object and figures or not (score_breakdown.py)."""
     summaries: dict[tuple[int, ...], tuple] = field(default_factory=dict)
@@ -64,29 +69,76 @@ class Setup:
 def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> Setup:
     """Requests alike in signature and in which live filters apply to them share one setup."""
     live = tuple(f for f in filters if not f.lasting and f.applies(ctx))
-    # a per-cycle score that counts for this request makes its setup (and all remembered with it:
-    # fit verdicts, rankings, scored candidates) its cycle's own; one weighed 0 changes nothing
+    # a per-cycle score that counts for this request makes its setup (the verdicts with its values,
+    # rankings, scored candidates) its cycle's own, kept with the cycle; one weighed 0 changes nothing
     weights = ctx.weights
     per_cycle = [s for s in scores if s.per_cycle and getattr(weights, s.name, 1.0) > 0 and s.applies(ctx)]
     key = (ctx.signature, live, *(s.signature(ctx) for s in per_cycle))
-    setups = shared_plans(ctx, filters).setups
+    setups = ctx.cycle.setups if per_cycle else shared_plans(ctx, filters).setups
     setup = setups.get(key)
     if setup is None:
         plan = plan_candidates(ctx, filters, scores)
-        dynamic_key = (ctx.demand, tuple((s, s.signature(ctx)) for s, _ in plan.dynamic_scores))
+        dynamic = plan.dynamic_scores
+        dynamic_key = (ctx.demand, tuple((s, s.signature(ctx)) for s, _ in dynamic))
+        memory = ctx.cycle.memory
+        per_cycle_at = tuple(i for i, (s, _) in enumerate(dynamic) if s.per_cycle)
+        lasting_memo = None
+        if per_cycle_at:
+            lasting = tuple((s, s.signature(ctx)) for s, _ in dynamic if not s.per_cycle)
+            lasting_memo = memory.fit_memo_for(("without per-cycle scores", ctx.demand, lasting))
         setup = setups[key] = Setup(
             plan=plan,
             by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
             by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
             fit_filters=[f for f in live if f.fit],
-            memo=ctx.cycle.fit_memo.setdefault(dynamic_key, {}),
+            memo={} if per_cycle_at else memory.fit_memo_for(dynamic_key),
             ranking_key=(id(plan), dynamic_key),
+            per_cycle_at=per_cycle_at,
+            lasting_memo=lasting_memo,
         )
     return setup
 
 
+def _merged(setup: Setup, lasting: tuple[float, ...], per_cycle: list[float]) -> tuple[float, ...]:
+    """Lasting and per-cycle values back in the plan's order of dynamic scores."""
+    at = setup.per_cycle_at
+    if at[0] == len(lasting):  # the per-cycle scores come last (as in the default scores)
+        return lasting + tuple(per_cycle)
+    out = list(lasting)
+    for position, value in zip(at, per_cycle, strict=True):
+        out.insert(position, value)
+    return tuple(out)
+
+
+def _lasting(setup: Setup, pool: PoolView, capacity: PoolCapacity) -> tuple:
+    """(capacity, fit verdict without per-cycle values or None, their upper bounds or None), from the
+    memo shared across cycles; (capacity, None, None) when nothing is known yet."""
+    known = setup.lasting_memo.get((pool.ordinal, id(capacity)))
+    if known is None or known[0] is not capacity:
+        return (capacity, None, None)
+    return known
+
+
 def _fit(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Verdict:
     """The first fit filter's rejection, or the node chooser's answer and the dynamic score values."""
+    if setup.lasting_memo is None:
+        return _fit_with(ctx, setup, cluster, pool, capacity, per_cycle=True)
+    known = _lasting(setup, pool, capacity)
+    if known[1] is None:
+        known = (capacity, _fit_with(ctx, setup, cluster, pool, capacity, per_cycle=False), known[2])
+        _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), known)
+    pods, values = known[1]
+    if values is None:
+        return pods, None
+    dynamic = setup.plan.dynamic_scores
+    now = [dynamic[i][0].measure(ctx, cluster, pool, capacity, pods) for i in setup.per_cycle_at]
+    return pods, _merged(setup, values, now)
+
+
+def _fit_with(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity, *, per_cycle: bool
+) -> Verdict:
+    """`_fit` worked out, with the per-cycle scores' values or without them."""
     for f in setup.fit_filters:
         message = f.check(ctx, cluster, pool, capacity)
         if message is not None:
@@ -95,7 +147,8 @@ def _fit(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView
     if pods is None:
         reason, message = why_no_node(capacity, ctx.demand)
         return Rejection(cluster.name, pool.name, reason, message), None
-    return pods, tuple(s.measure(ctx, cluster, pool, capacity, pods) for s, _ in setup.plan.dynamic_scores)
+    scores = setup.plan.dynamic_scores
+    return pods, tuple(s.measure(ctx, cluster, pool, capacity, pods) for s, _ in scores if per_cycle or not s.per_cycle)
 
 
 def _remember(memo: dict[tuple[int, int], tuple], key: tuple[int, int], entry: tuple) -> None:
@@ -126,7 +179,17 @@ def optimistic(
             values = known[1][1]
             return -1.0 if values is None else weighted(values, dynamic)
         return known[2]
-    bound = weighted([s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic], dynamic)
+    if setup.lasting_memo is None:
+        bounds = [s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic]
+    else:
+        known = _lasting(setup, pool, capacity)
+        lasting = known[2]
+        if lasting is None:
+            lasting = tuple(s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic if not s.per_cycle)
+            _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), (capacity, known[1], lasting))
+        now = [dynamic[i][0].upper_bound(ctx, cluster, pool, capacity) for i in setup.per_cycle_at]
+        bounds = _merged(setup, lasting, now)
+    bound = weighted(bounds, dynamic)
     _remember(setup.memo, key, (capacity, None, bound))
     return bound
 

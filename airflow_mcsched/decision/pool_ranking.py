@@ -137,6 +137,8 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
 
 def remember_start(ctx: RequestContext, setup: Setup, ranking: PoolRanking) -> None:
     """After a ranking's first use in its cycle: later cycles on the view start from where it is."""
+    if setup.per_cycle_at:
+        return  # its totals hold per-cycle values: the next cycle ranks afresh
     starts = ctx.cycle.shared.ranking_starts
     if setup.ranking_key not in starts:
         starts[setup.ranking_key] = ranking.start()

@@ -17,6 +17,10 @@ class ReplaySummary:
     policy: str
     jobs: int
     mean_wait: float
+    mean_wait_normal: float
+    """Mean wait of the jobs of priority class `normal` (the engine admits them before `low` ones)."""
+    mean_wait_low: float
+    """Mean wait of the interruptible best-effort jobs (priority class `low`)."""
     p50_wait: float
     p95_wait: float
     max_wait: float
@@ -50,6 +54,8 @@ def summarise(run: ReplayRun) -> ReplaySummary:
         policy=run.policy,
         jobs=len(run.runs),
         mean_wait=statistics.fmean(waits) if waits else 0.0,
+        mean_wait_normal=statistics.fmean([r.wait for r in run.runs if not r.job.interruptible] or [0.0]),
+        mean_wait_low=statistics.fmean([r.wait for r in run.runs if r.job.interruptible] or [0.0]),
         p50_wait=_percentile(waits, 0.5),
         p95_wait=_percentile(waits, 0.95),
         max_wait=waits[-1] if waits else 0.0,

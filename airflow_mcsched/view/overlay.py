@@ -37,7 +37,8 @@ class CapacityOverlay:
             return changed
         if key in self._deferred:
             return self._settle(key)
-        return pool.capacity
+        # this view's own: `pool` may come from another view of the same layout (plans are shared)
+        return self.view.pool(*key).capacity
 
     def _settle(self, key: PoolKey) -> PoolCapacity:
         """Work out a deferred change: the pool's capacity changed when it was deferred, not now."""

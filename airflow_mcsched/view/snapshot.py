@@ -20,6 +20,10 @@ PoolKey = tuple[str, str]
 """(cluster name, node pool name): the unit a placement decision picks."""
 
 
+def _frozen(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(labels.items()))
+
+
 @dataclass(frozen=True, slots=True)
 class PoolView:
     """One node pool: what the profile declares (type, network, prices) and what is free now."""
@@ -42,6 +46,26 @@ class PoolView:
     @property
     def key(self) -> PoolKey:
         return (self.cluster, self.name)
+
+    @property
+    def layout(self) -> tuple:
+        """Everything the pool says except what is free on it (see `GlobalView.layout`); its size is in it."""
+        return (
+            self.cluster,
+            self.name,
+            self.ordinal,
+            self.gpu_type,
+            self.gpu_memory_gib,
+            self.gpus_per_node,
+            self.interconnect,
+            self.has_rdma,
+            self.storage_gbps,
+            self.price_per_gpu_hour,
+            self.spot_price_per_gpu_hour,
+            self.gpu_sharing,
+            _frozen(self.labels),
+            self.capacity.allocatable_gpus,  # how many GPUs it has (not how many are free)
+        )
 
     def price_for(self, interruptible: bool) -> float:
         """Price per GPU-hour the work pays here: the spot price for interruptible work where offered."""
@@ -83,6 +107,27 @@ class ClusterView:
     def is_stale(self, now: datetime, max_age: timedelta) -> bool:
         return self.observed_at is None or now - self.observed_at > max_age
 
+    @property
+    def layout(self) -> tuple:
+        """Everything the cluster says except its pools' free capacity, the time of its read and the
+        reservations it saw (see `GlobalView.layout`)."""
+        return (
+            self.name,
+            self.kind,
+            self.region,
+            self.zone,
+            self.failure_domain,
+            self.state,
+            self.suited_for,
+            self.data.model_dump_json(),  # profile models hold lists: their JSON is their value
+            tuple(r.model_dump_json() for r in self.reserved),
+            _frozen(self.labels),
+            self.error,
+            self.pods_running,
+            self.pods_pending,
+            tuple(p.layout for p in self.pools),
+        )
+
     def pool(self, name: str) -> PoolView:
         for p in self.pools:
             if p.name == name:
@@ -106,6 +151,7 @@ class GlobalView:
     pools: tuple[PoolView, ...] = field(init=False, repr=False, compare=False)
     _clusters_by_name: dict[str, ClusterView] = field(init=False, repr=False, compare=False)
     _pools_by_key: dict[PoolKey, PoolView] = field(init=False, repr=False, compare=False)
+    _layout: tuple | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         pools = tuple(p for c in self.clusters for p in c.pools)
@@ -115,6 +161,17 @@ class GlobalView:
 
     def age(self, now: datetime) -> timedelta:
         return now - self.taken_at
+
+    @property
+    def layout(self) -> tuple:
+        """The view without what changes from one capacity read to the next: free capacity, read
+        times and reservations seen. Views alike in it share what the engine derives from clusters
+        and pools (plans, static scores: plan_cache.py); worked out once per view."""
+        layout = self._layout
+        if layout is None:
+            layout = tuple(c.layout for c in self.clusters)
+            object.__setattr__(self, "_layout", layout)
+        return layout
 
     def cluster(self, name: str) -> ClusterView:
         try:

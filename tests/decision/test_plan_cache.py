@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import random
 from datetime import timedelta
 
@@ -49,9 +48,12 @@ def _fresh_memory():
     plan_cache.forget_all()
 
 
-def random_view(rng: random.Random) -> GlobalView:
+def random_view(rng: random.Random, reads: random.Random | None = None) -> GlobalView:
     """A small fleet drawn from `rng`: GPU types, prices, spot offers, sharing, RDMA, free GPUs and
-    CPU, data, reserved GPUs, cordoned, failed and old capacity reads."""
+    CPU, data, reserved GPUs, cordoned, failed and old capacity reads. With `reads`, what the
+    capacity reads found (free GPUs and CPU, read times, reservations seen) is drawn from it: views
+    drawn with one `rng` and other `reads` share their layout."""
+    reads = reads or rng
     entries = []
     for c in range(rng.randint(2, 5)):
         big, small = rng.sample(GPU_TYPES, 2)
@@ -79,14 +81,16 @@ def random_view(rng: random.Random) -> GlobalView:
             ),
             reserved=[GpuReservation(gpu_type=big, gpus=4, priority_classes=["high"])] if rng.random() < 0.3 else [],
         )
+        error = "connection refused" if rng.random() < 0.1 else None
+        pods_pending = rng.randint(0, 5)
         obs = observe(
             profile,
-            free={"big": [rng.randint(0, 8) for _ in range(pools[0].nodes)], "small": [rng.randint(0, 4)] * 2},
-            cpu_free={"big": [rng.choice([4, 32, 64]) for _ in range(pools[0].nodes)]},
-            at=NOW - timedelta(seconds=rng.choice([10, 10, 10, 60])),
-            error="connection refused" if rng.random() < 0.1 else None,
-            seen=[f"rsv-run-{c}-{i}" for i in range(3) if rng.random() < 0.5],
-            pods_pending=rng.randint(0, 5),
+            free={"big": [reads.randint(0, 8) for _ in range(pools[0].nodes)], "small": [reads.randint(0, 4)] * 2},
+            cpu_free={"big": [reads.choice([4, 32, 64]) for _ in range(pools[0].nodes)]},
+            at=NOW - timedelta(seconds=reads.choice([10, 10, 10, 60])),
+            error=error,
+            seen=[f"rsv-run-{c}-{i}" for i in range(3) if reads.random() < 0.5],
+            pods_pending=pods_pending,
         )
         entries.append((profile, obs))
     return view_of(*entries)
@@ -189,28 +193,46 @@ def test_a_changed_view_is_decided_afresh():
     assert result.decisions[0].outcome is Outcome.WAITING
 
 
-def test_memory_of_a_view_goes_with_the_view():
-    """A view no longer referenced takes what was learnt from it along; a new view at the same
-    address starts afresh."""
-    rng = random.Random(7)
-    view = random_view(rng)
-    queue = random_queue(rng, 10)
-    decide(view, queue, [], Policy(), NOW)
-    assert plan_cache.remembered_views() == 1
-    del view
-    gc.collect()
-    assert plan_cache.remembered_views() == 0
-    for seed in range(5):  # addresses are reused: each new view must still be decided as itself
-        other = random_view(random.Random(100 + seed))
-        policy = POLICIES["default"]
-        assert decide(other, queue, [], policy, NOW) == _uncached(other, queue, [], policy, NOW)
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(4))
+def test_views_alike_in_layout_share_the_memory_and_decide_as_themselves(seed, policy_name):
+    """New capacity reads of the same fleet (other free GPUs and CPU, read times, reservations seen)
+    reuse what was learnt from the earlier ones, and each view is still decided as itself."""
+    policy = POLICIES[policy_name]
+    views = [random_view(random.Random(seed), reads=random.Random(1000 * seed + i)) for i in range(4)]
+    assert len({v.layout for v in views}) == 1
+    rng = random.Random(seed)
+    cycles = [
+        (view, random_queue(rng, rng.randint(1, 30)), random_running(rng, view), NOW + timedelta(seconds=s))
+        for view in (*views, views[0], views[2])
+        for s in (0, 20)
+    ]
+    remembered = [decide(view, q, running, policy, now) for view, q, running, now in cycles]
+    assert plan_cache.remembered_layouts() == 1
+    fresh = [_uncached(view, q, running, policy, now) for view, q, running, now in cycles]
+    assert remembered == fresh
 
 
-def test_memory_holds_a_bounded_number_of_views():
+def test_layout_leaves_out_only_what_a_capacity_read_changes():
+    """Free capacity, read times and reservations seen are not in it; health, queue length and
+    anything from the profile are."""
+    profile = cluster("a", pool("gpu", "A100", nodes=2))
+    base = view_of((profile, observe(profile, free={"gpu": [8, 8]}, pods_pending=1)))
+    same = view_of(
+        (profile, observe(profile, free={"gpu": [2, 0]}, at=NOW - timedelta(seconds=5), seen=["x"], pods_pending=1))
+    )
+    assert same.layout == base.layout
+    failed = view_of((profile, observe(profile, error="connection refused", pods_pending=1)))
+    busier = view_of((profile, observe(profile, pods_pending=4)))
+    dearer = view_of(cluster("a", pool("gpu", "A100", nodes=2, price_per_gpu_hour=9.0)))
+    assert len({base.layout, failed.layout, busier.layout, dearer.layout}) == 4
+
+
+def test_memory_holds_a_bounded_number_of_layouts():
     views = [random_view(random.Random(seed)) for seed in range(plan_cache.MAX_VIEWS + 3)]
     for view in views:
         decide(view, [request(gpus=1)], [], Policy(), NOW)
-    assert plan_cache.remembered_views() == plan_cache.MAX_VIEWS
+    assert plan_cache.remembered_layouts() == plan_cache.MAX_VIEWS
 
 
 def test_a_cluster_growing_stale_is_judged_at_each_clock_reading():

@@ -141,3 +141,21 @@ def test_cli_table_shows_every_policy_with_the_spread_of_seeds(trace_dir, capsys
     assert "variant multi-gpu" in out and "median of 2 seed(s)" in out
     assert "mean wait min-max" in out
     assert [line.split()[0] for line in out.splitlines()[3:]] == ["mcsched", "first-fit"]
+
+
+def test_normal_jobs_go_before_best_effort_ones_and_each_class_has_its_mean_wait(fleet):
+    """One G2 node comes free at 100 s: the engine gives it to the normal job that arrived later,
+    first-fit to the best-effort (BE, priority class `low`) job that arrived first."""
+    jobs = [
+        job("a", 0, 100),
+        job("b", 0, 1000),
+        job("lo", 10, 50, qos="BE"),
+        job("hi", 20, 50),
+    ]
+    _, engine = run_of(fleet, jobs, "mcsched")
+    assert (engine["hi"].start, engine["lo"].start) == (100, 150)
+    result, first = run_of(fleet, jobs, "first-fit")
+    assert (first["lo"].start, first["hi"].start) == (100, 150)
+    summary = summarise(result)
+    assert summary.mean_wait_low == 90
+    assert summary.mean_wait_normal == pytest.approx(130 / 3)

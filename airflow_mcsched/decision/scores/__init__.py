@@ -4,6 +4,7 @@ from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.decision.scores.cost import DataLocalityScore, PriceScore
 from airflow_mcsched.decision.scores.fitness import SpotDiscountScore, SuitabilityScore
 from airflow_mcsched.decision.scores.packing import FragmentationScore, LoadScore, WholeNodeScore
+from airflow_mcsched.decision.scores.scarcity import ScarcityScore
 
 DEFAULT_SCORES: tuple[Score, ...] = (
     PriceScore(),
@@ -12,6 +13,7 @@ DEFAULT_SCORES: tuple[Score, ...] = (
     LoadScore(),
     SuitabilityScore(),
     SpotDiscountScore(),
+    ScarcityScore(),
     WholeNodeScore(),
 )
 
@@ -21,6 +23,7 @@ __all__ = [
     "FragmentationScore",
     "LoadScore",
     "PriceScore",
+    "ScarcityScore",
     "Score",
     "SpotDiscountScore",
     "SuitabilityScore",

@@ -7,11 +7,13 @@
   gap and a data-transfer bill weigh in one currency (the cheapest pool scores 1).
 - `dynamic` scores depend on live capacity or the chosen nodes (and get them); the others depend
   only on the request's signature and what the cluster and pool are, so they are computed once per
-  signature for as long as the view lives (with `capacity=None, pods=()`). Dollar scores must not
-  be dynamic. No score reads the clock or the cycle's grants: values are remembered per capacity
-  object across cycles on the same view (see plan_cache.py). The exception says so: a `per_cycle`
-  score (one that reads running work or the clock) puts something of its cycle in its `signature`,
-  and requests are then judged afresh in each cycle.
+  signature for as long as views of the same layout are decided (with `capacity=None, pods=()`).
+  Dollar scores must not be dynamic. No score reads the clock or the cycle's grants: values are
+  remembered per capacity object across cycles (see plan_cache.py). The exception says so: a
+  `per_cycle` score (one that reads running work or the clock) puts something of its cycle in its
+  `signature`; its values and the rankings that use them are then worked out in each cycle, while
+  node choice and the other scores' values are still remembered. Its `upper_bound` must not read
+  the cycle either (the default, 1, does not).
 
 `signature` says which part of the request a score depends on (values are shared between
 requests alike in it); `upper_bound` lets the engine skip pools that cannot win without choosing
