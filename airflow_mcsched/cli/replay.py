@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit:
         jobs = jobs[: args.limit]
     jobs = compress_arrivals(variant(args.variant, jobs, fleet), args.load)
-    summaries = compare(fleet, jobs, policies, seeds=args.seeds)
+    summaries = compare(fleet, jobs, policies, seeds=args.seeds, workers=args.jobs)
     if args.format == "json":
         data = {s.median.policy: s.as_dict() for s in summaries}
         print(json.dumps(data[policies[0]] if len(policies) == 1 else data, indent=2))
@@ -81,5 +81,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=1, help="runs with jittered arrivals (seed 0 = as in the trace)")
     p.add_argument("--variant", choices=VARIANTS, default="shipped", help="the trace, or a seeded derivation")
     p.add_argument("--limit", type=int, help="replay only the first N jobs")
+    p.add_argument("--jobs", type=int, default=1, help="processes to spread the runs over (same figures)")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=run)

@@ -94,6 +94,15 @@ def test_compare_gives_medians_and_spread_over_jittered_seeds(fleet):
         compare(fleet, jobs, ["first-fit"], seeds=0)
 
 
+def test_runs_spread_over_processes_give_the_same_figures(fleet):
+    jobs = [job(f"j{i}", i * 10, 100 + 7 * i, gpus=1 + i % 8) for i in range(8)]
+    alone = compare(fleet, jobs, ["mcsched", "random"], seeds=2)
+    spread = compare(fleet, jobs, ["mcsched", "random"], seeds=2, workers=2)
+    assert [s.as_dict() for s in spread] == [s.as_dict() for s in alone]
+    with pytest.raises(ValueError, match="--jobs"):
+        compare(fleet, jobs, ["random"], workers=0)
+
+
 def test_unknown_policy_names_the_choices():
     with pytest.raises(ValueError, match="choose from mcsched"):
         policy_names("fastest")
