@@ -170,7 +170,8 @@ def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolVie
 def optimistic(
     ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
 ) -> float:
-    """Weighted sum of the dynamic scores' upper bounds (exact values when already known)."""
+    """Weighted sum of the dynamic scores' upper bounds (exact values when already known); -1 when
+    the pool is known not to fit the request."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
     dynamic = setup.plan.dynamic_scores
@@ -183,6 +184,9 @@ def optimistic(
         bounds = [s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic]
     else:
         known = _lasting(setup, pool, capacity)
+        if known[1] is not None and known[1][1] is None:  # an earlier cycle found it does not fit
+            _remember(setup.memo, key, (capacity, known[1], None))
+            return -1.0
         lasting = known[2]
         if lasting is None:
             lasting = tuple(s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic if not s.per_cycle)

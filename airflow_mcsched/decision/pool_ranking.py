@@ -109,8 +109,12 @@ class PoolRanking:
             judged_on[ordinal] = capacity
             # Refine in place while the entry stays on top; push it back as soon as it does not.
             if state == _FRESH:
+                bound = optimistic(ctx, setup, cluster, pool, capacity)
+                if bound < 0:  # known not to fit: out until its capacity changes
+                    level[ordinal] = _INFEASIBLE
+                    continue
                 level[ordinal] = state = _BOUNDED
-                entry = (neg_static - optimistic(ctx, setup, cluster, pool, capacity), ordinal, entry_version)
+                entry = (neg_static - bound, ordinal, entry_version)
                 if heap and entry > heap[0]:
                     heappush(heap, entry)
                     continue

@@ -38,13 +38,12 @@ class Reservation:
     preempted_by: str | None = None
     gpu_equivalent: float = field(init=False, repr=False, compare=False)
     """GPUs held, a share counting as its fraction of one GPU (computed once)."""
+    key: PoolKey = field(init=False, repr=False, compare=False)
+    """(cluster, pool), made once: every cycle indexes all running work by it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gpu_equivalent", sum(a.gpu_equivalent for a in self.pods))
-
-    @property
-    def key(self) -> PoolKey:
-        return (self.cluster, self.pool)
+        object.__setattr__(self, "key", (self.cluster, self.pool))
 
     @property
     def nodes(self) -> tuple[str, ...]:

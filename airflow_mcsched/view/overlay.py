@@ -17,10 +17,11 @@ class CapacityOverlay:
     capacity.
     """
 
-    __slots__ = ("_changed", "_deferred", "by_ordinal", "log", "version", "view")
+    __slots__ = ("_changed", "_deferred", "_pools", "by_ordinal", "log", "version", "view")
 
     def __init__(self, view: GlobalView) -> None:
         self.view = view
+        self._pools = view.pools_by_key
         self._changed: dict[PoolKey, PoolCapacity] = {}
         self._deferred: dict[PoolKey, tuple[PoolView, Callable[[], PoolCapacity]]] = {}
         self.by_ordinal: dict[int, PoolCapacity] = {}
@@ -38,7 +39,7 @@ class CapacityOverlay:
         if key in self._deferred:
             return self._settle(key)
         # this view's own: `pool` may come from another view of the same layout (plans are shared)
-        return self.view.pool(*key).capacity
+        return self._pools[key].capacity
 
     def _settle(self, key: PoolKey) -> PoolCapacity:
         """Work out a deferred change: the pool's capacity changed when it was deferred, not now."""

@@ -188,6 +188,11 @@ class GlobalView:
     def has_cluster(self, name: str) -> bool:
         return name in self._clusters_by_name
 
+    @property
+    def pools_by_key(self) -> Mapping[PoolKey, PoolView]:
+        """Every pool by (cluster, pool name); the view's own index, not to be changed."""
+        return self._pools_by_key
+
     def has_pool(self, key: PoolKey) -> bool:
         return key in self._pools_by_key
 
