@@ -8,7 +8,7 @@ depends on free capacity is remembered per capacity object and checked by identi
 verdicts, rankings, and the capacity left by reservations whose pods the view does not show yet.
 Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
 
-At most `MAX_VIEWS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
+At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
 readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities and `MAX_FIT_MEMOS` demands' fit verdicts per
 entry are kept, so memory stays bounded whatever the caller does.
 """
@@ -23,7 +23,7 @@ from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import GlobalView
 
-MAX_VIEWS = 4
+MAX_LAYOUTS = 4
 MAX_POLICIES = 4
 MAX_CLOCKS = 4
 MAX_PLANS = 4096
@@ -136,7 +136,7 @@ def plan_memory(view: GlobalView, policy: object, plugins: object) -> PlanMemory
     with _lock:
         memories = _entries.pop(key, None)
         if memories is None:
-            if len(_entries) >= MAX_VIEWS:
+            if len(_entries) >= MAX_LAYOUTS:
                 del _entries[next(iter(_entries))]  # the least recently used
             memories = {}
         _entries[key] = memories  # at the end: most recently used

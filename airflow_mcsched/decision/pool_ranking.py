@@ -38,12 +38,9 @@ class PoolRanking:
         self._plan = setup.plan  # held: rankings are found by the plan's identity
         self._static = setup.plan.by_ordinal
         self._synced = len(overlay.log)
-        self._judged_on: dict[int, PoolCapacity] = {}
-        stale: list[int] = []
-        if start is not None:
-            self._judged_on = start[3]  # read by _stale; copied below if the start is kept
-            stale = self._stale(overlay, start[3])
-        if start is None or 2 * len(stale) > len(start[3]):
+        self._judged_on: dict[int, PoolCapacity] = dict(start[3]) if start is not None else {}
+        stale = self._stale(overlay, self._judged_on) if start is not None else []
+        if start is None or 2 * len(stale) > len(self._judged_on):
             # nothing to start from, or mostly pools whose capacity changed (a new capacity read):
             # starting afresh costs less than putting each of them back
             self._heap = list(setup.plan.start_heap)  # a heap already: copied, not rebuilt
@@ -51,9 +48,8 @@ class PoolRanking:
             self._level = dict(setup.plan.zeros)  # _FRESH
             self._judged_on = {}
             return
-        heap, version, level, judged_on = start
+        heap, version, level, _ = start
         self._heap, self._version, self._level = list(heap), dict(version), dict(level)
-        self._judged_on = dict(judged_on)
         self._refresh(stale, setup.plan.dynamic_bound)
 
     def _stale(self, overlay: CapacityOverlay, ordinals: Iterable[int]) -> list[int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -198,10 +198,17 @@ class GlobalView:
 
     def free_gpus_by_type(self) -> dict[str, int]:
         """Whole free GPUs per GPU type over the fleet (healthy or not: callers filter)."""
+        return self._by_gpu_type(lambda c: c.whole_gpus_free)
+
+    def gpus_by_type(self) -> dict[str, int]:
+        """GPUs per GPU type over the fleet, free or not (how many the fleet has of each)."""
+        return self._by_gpu_type(lambda c: c.allocatable_gpus)
+
+    def _by_gpu_type(self, count: Callable[[PoolCapacity], int]) -> dict[str, int]:
         totals: dict[str, int] = {}
         for p in self.pools:
             if p.gpu_type:
-                totals[p.gpu_type] = totals.get(p.gpu_type, 0) + p.capacity.whole_gpus_free
+                totals[p.gpu_type] = totals.get(p.gpu_type, 0) + count(p.capacity)
         return totals
 
     def with_capacity(self, changes: Mapping[PoolKey, PoolCapacity]) -> GlobalView:

@@ -229,10 +229,10 @@ def test_layout_leaves_out_only_what_a_capacity_read_changes():
 
 
 def test_memory_holds_a_bounded_number_of_layouts():
-    views = [random_view(random.Random(seed)) for seed in range(plan_cache.MAX_VIEWS + 3)]
+    views = [random_view(random.Random(seed)) for seed in range(plan_cache.MAX_LAYOUTS + 3)]
     for view in views:
         decide(view, [request(gpus=1)], [], Policy(), NOW)
-    assert plan_cache.remembered_layouts() == plan_cache.MAX_VIEWS
+    assert plan_cache.remembered_layouts() == plan_cache.MAX_LAYOUTS
 
 
 def test_a_cluster_growing_stale_is_judged_at_each_clock_reading():

@@ -32,11 +32,7 @@ class ScarcityScore(Score):
         derived = ctx.cycle.memory.derived
         by_type = derived.get("gpus by type")
         if by_type is None:
-            by_type = {}
-            for p in ctx.cycle.view.pools:
-                if p.gpu_type:
-                    by_type[p.gpu_type] = by_type.get(p.gpu_type, 0) + p.capacity.allocatable_gpus
-            derived["gpus by type"] = by_type
+            by_type = derived["gpus by type"] = ctx.cycle.view.gpus_by_type()
         return by_type.get(gpu_type, 0)
 
     def measure(self, ctx, cluster, pool, capacity, pods):
