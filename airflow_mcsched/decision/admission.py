@@ -205,15 +205,13 @@ class AdmissionCycle:
         )
 
     def _wait(self, ctx: RequestContext, evaluation: Evaluation) -> PlacementDecision:
-        live = [r for _, r in evaluation.judged]  # lasting rejections never say more than "no feasible"
-        reason = waiting_reason(live)
-        rejections = tuple(evaluation.rejections)
+        reason, rejections, tally = self._waiting_parts(evaluation)
         expected_start = None
         state = self.state
         held = state.head.heads if state.head is not None else []
         if self.policy.backfill and len(held) < self.policy.backfill_heads and reason is Reason.WAITING_FOR_CAPACITY:
             view = state.view
-            blocked = [view.pool(r.cluster, r.pool) for r in live if _stage(r) == _STAGE_CAPACITY]
+            blocked = [view.pool(r.cluster, r.pool) for _, r in evaluation.judged if _stage(r) == _STAGE_CAPACITY]
             head = hold_for_head(ctx, blocked, held)
             if head is not None:
                 state.head = HeldRoom([*held, head])
@@ -223,10 +221,28 @@ class AdmissionCycle:
             ctx.request.id,
             Outcome.WAITING,
             reason,
-            explain.waiting(reason, ctx.demand, rejections, expected_start, ctx.request.deadline, expected_end),
+            explain.waiting(
+                reason, ctx.demand, rejections, expected_start, ctx.request.deadline, expected_end, tally=tally
+            ),
             rejections=rejections,
             expected_start=expected_start,
         )
+
+    def _waiting_parts(self, evaluation: Evaluation) -> tuple[Reason, tuple[Rejection, ...], str]:
+        """Why a request waits, its rejections in fleet order and their tally; worked out once for
+        the requests of a cycle that share one set of rejections (see `candidates.evaluate`)."""
+        judged = evaluation.judged
+        shared = isinstance(judged, tuple)
+        if shared:
+            known = self.state.waiting_parts.get(id(judged))
+            if known is not None and known[0] is judged:
+                return known[1]
+        # lasting rejections never say more than "no feasible", so the reason reads the live ones
+        rejections = evaluation.rejections
+        parts = (waiting_reason([r for _, r in judged]), rejections, explain.rejection_tally(rejections))
+        if shared:
+            self.state.waiting_parts[id(judged)] = (judged, parts)  # holds `judged`: its id stays its own
+        return parts
 
 
 def _summary(setup: Setup, best: ScoredCandidate, runners_up: tuple[ScoredCandidate, ...]) -> str:

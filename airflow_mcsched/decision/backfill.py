@@ -20,6 +20,7 @@ from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.node_choice import choose_nodes
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import PoolView
 
@@ -116,38 +117,101 @@ def hold_for_head(
     by_ordinal = {p.ordinal: p for p in pools}
     # (time, kind, ordinal, tie, payload): kind 0 = running work ends, 1 = a held head's hold ends,
     # 2 = a held head starts (takes its pods); at one instant ends come before starts.
-    events: list[tuple] = [
-        (max(r.expected_end, now), 0, ordinal, r.id, r.pods)
-        for ordinal, pool in by_ordinal.items()
-        for r in ctx.cycle.running_in(pool.key)
-    ]
+    events: list[tuple] = [e for pool in by_ordinal.values() for e in _ends_in(ctx, pool)]
     earlier = [h for h in held if h.pool.ordinal in by_ordinal]
     for i, h in enumerate(earlier):
         events.append((max(h.start, now), 2, h.pool.ordinal, str(i), h))
     heapify(events)
-    capacity = {ordinal: ctx.cycle.overlay.capacity(pool) for ordinal, pool in by_ordinal.items()}
+    overlay = ctx.cycle.overlay
+    replays = {ordinal: _PoolReplay(overlay.capacity(pool), ctx.demand) for ordinal, pool in by_ordinal.items()}
     all_held = list(held)
     while events:
         at = events[0][0]
         freed: set[int] = set()
         while events and events[0][0] == at:
             _, kind, ordinal, tie, payload = heappop(events)
+            replay = replays[ordinal]
             if kind == 2:  # an earlier head starts: its pods are taken until its expected end
-                pods = choose_nodes(capacity[ordinal], payload.demand)
+                pods = choose_nodes(replay.capacity(), payload.demand)
                 if pods is not None:
-                    capacity[ordinal] = capacity[ordinal].take(pods)
+                    replay.take(pods)
                     if payload.end is not None:
                         heappush(events, (max(payload.end, at), 1, ordinal, tie, pods))
             else:
-                capacity[ordinal] = capacity[ordinal].give_back(payload)
+                replay.give_back(payload)
                 freed.add(ordinal)
         for ordinal in sorted(freed):
-            pods = choose_nodes(capacity[ordinal], ctx.demand)
+            replay = replays[ordinal]
+            if not replay.may_fit():
+                continue
+            capacity = replay.capacity()
+            pods = choose_nodes(capacity, ctx.demand)
             if pods is None:
                 continue
+            replay.fitted = True
             pool, end = by_ordinal[ordinal], at + ctx.duration
             if all(h.allows(pool, pods, end, start=at) for h in all_held):
                 for h in all_held:
                     h.commit(pool, pods, end, start=at)
-                return HeadReservation(ctx.request.id, pool, at, ctx.demand, capacity[ordinal], end)
+                return HeadReservation(ctx.request.id, pool, at, ctx.demand, capacity, end)
     return None
+
+
+def _ends_in(ctx: RequestContext, pool: PoolView) -> list[tuple]:
+    """The end events of the work running in a pool, made once per cycle and pool until work there
+    changes (the first blocked requests of a cycle look at the same pools)."""
+    cycle = ctx.cycle
+    version = cycle.running.pool_version(pool.key)
+    known = cycle.end_events.get(pool.key)
+    if known is not None and known[0] == version:
+        return known[1]
+    now, ordinal = ctx.now, pool.ordinal
+    events = [(max(r.expected_end, now), 0, ordinal, r.id, r.pods) for r in cycle.running_in(pool.key)]
+    cycle.end_events[pool.key] = (version, events)
+    return events
+
+
+class _PoolReplay:
+    """A pool's capacity as ends are replayed, worked out only when the request may fit.
+
+    A one-pod request that fits no node of the pool can only come to fit on a node whose work
+    ended: until then only the nodes that ends touch are followed (an end costs one node, not a
+    copy of the pool). Gangs, and pools where the request fitted once (an earlier head refused
+    it), are checked in full at every end.
+    """
+
+    __slots__ = ("_base", "_demand", "_nodes", "_pending", "_touched", "fitted")
+
+    def __init__(self, capacity: PoolCapacity, demand: Demand) -> None:
+        self._base = capacity
+        self._demand = demand
+        self._pending: list[NodeAllocation] = []  # ends not yet applied to `_base`
+        self._nodes: dict[int, NodeCapacity] = {}  # the nodes they touch, as they are with them
+        self._touched: set[int] = set()  # nodes touched since `may_fit` last looked
+        self.fitted = demand.pods > 1 or choose_nodes(capacity, demand) is not None
+
+    def capacity(self) -> PoolCapacity:
+        if self._pending:
+            self._base = self._base.give_back(self._pending)
+            self._pending, self._nodes = [], {}
+        return self._base
+
+    def take(self, pods: Iterable[NodeAllocation]) -> None:
+        self._base = self.capacity().take(pods)
+
+    def give_back(self, pods: Iterable[NodeAllocation]) -> None:
+        index, nodes = self._base.node_index, self._nodes
+        for a in pods:
+            i = index.get(a.node)
+            if i is not None:  # the node left the pool: nothing to give back (as PoolCapacity does)
+                self._pending.append(a)
+                nodes[i] = (nodes.get(i) or self._base.nodes[i]).give_back(a)
+                self._touched.add(i)
+
+    def may_fit(self) -> bool:
+        """Could the request fit now? Always for a pool checked in full, else only on a touched node."""
+        touched, self._touched = self._touched, set()
+        if self.fitted:
+            return True
+        d, nodes, base = self._demand, self._nodes, self._base.nodes  # a node not in `_nodes` is up to date
+        return any((nodes.get(i) or base[i]).fits(d.gpus, d.gpu_milli, d.cpu_milli, d.memory_mib) for i in touched)

@@ -22,6 +22,7 @@ from airflow_mcsched.decision.filters.base import Filter
 from airflow_mcsched.decision.outcome import Rejection
 from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, setup_for
 from airflow_mcsched.decision.pool_ranking import ranking_for, remember_start
+from airflow_mcsched.decision.reasons import CAPACITY_REASONS
 from airflow_mcsched.decision.scores.base import Score
 
 
@@ -30,7 +31,7 @@ class Evaluation:
     setup: Setup
     plan: CandidatePlan
     feasible: list[Feasible] = field(default_factory=list)
-    judged: list[tuple[int, Rejection]] = field(default_factory=list)
+    judged: list[tuple[int, Rejection]] | tuple[tuple[int, Rejection], ...] = field(default_factory=list)
 
     @property
     def rejections(self) -> tuple[Rejection, ...]:
@@ -50,12 +51,34 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     """The `want` best feasible pools (best first), or, when none fits, every pool's rejection."""
     setup = setup_for(ctx, filters, scores)
     out = Evaluation(setup, setup.plan)
+    fits_nowhere = _fits_nowhere_key(ctx, setup)
+    if fits_nowhere is not None:
+        known = ctx.cycle.fits_nowhere.get(fits_nowhere)
+        if known is not None and known[0] == ctx.cycle.overlay.version and known[1] is setup.plan.rejections:
+            out.judged = known[2]  # shared, read-only: admission works out its reason once
+            return out
     ranking = ranking_for(ctx, setup)
     out.feasible = ranking.best(ctx, setup, want)
     remember_start(ctx, setup, ranking)
     if not out.feasible:
         _scan(ctx, setup, out)
+        if fits_nowhere is not None and all(r.reason in CAPACITY_REASONS for _, r in out.judged):
+            ctx.cycle.fits_nowhere[fits_nowhere] = (ctx.cycle.overlay.version, setup.plan.rejections, tuple(out.judged))
     return out
+
+
+def _fits_nowhere_key(ctx: RequestContext, setup: Setup) -> tuple | None:
+    """What a request that fits no pool shares with later ones of the cycle that fit none either.
+
+    When no live filter applies, a pool's verdict for a request that does not fit there is the fit
+    filters' or the node chooser's, which read the demand and the pool's capacity only. So a later
+    request of the same demand, over the same eligible pools (the same lasting verdicts), before any
+    capacity changes, gets the same rejections: its walk over the fleet is skipped. This is the
+    common case of a long queue, where many requests of a few shapes wait behind full pools.
+    """
+    if setup.by_cluster or setup.by_capacity:
+        return None  # quota, reserved GPUs, spread groups: verdicts of the team, priority or group
+    return (ctx.demand, tuple(setup.fit_filters))
 
 
 def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:

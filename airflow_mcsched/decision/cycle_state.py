@@ -54,6 +54,9 @@ class CycleState:
         self.rankings: dict[tuple, object] = {}
         self.setups: dict[tuple, object] = {}  # setups with per-cycle scores (pool_judgement.py)
         self.no_victims: dict[tuple, dict[int, tuple]] = {}
+        self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
+        self.fits_nowhere: dict[tuple, tuple] = {}  # rejections of requests no pool fits (candidates.py)
+        self.waiting_parts: dict[int, tuple] = {}  # the reason and tally of those rejections (admission.py)
         not_yet_seen: dict[PoolKey, list[NodeAllocation]] = defaultdict(list)
         seen = {c.name: c.reservation_ids_seen for c in view.clusters}
         for r in self.running.values():

@@ -30,17 +30,25 @@ def waiting(
     expected_start: datetime | None = None,
     deadline: datetime | None = None,
     expected_end: datetime | None = None,
+    *,
+    tally: str | None = None,
 ) -> str:
-    counts = Counter(r.reason for r in rejections)
+    """`tally`: `rejection_tally(rejections)` when the caller already has it (many requests share one)."""
     if not rejections:
         return f"Waiting ({reason}): the fleet has no cluster to consider."
-    ranked = ", ".join(f"{n} x {code}" for code, n in counts.most_common())
+    ranked = rejection_tally(rejections) if tally is None else tally
     text = f"Waiting ({reason}): nowhere to place {demand.describe()} now; rejected {ranked}."
     if expected_start is not None:
         text += f" Expected to start by {expected_start.isoformat()}; capacity is held for it."
     if deadline is not None and expected_end is not None and expected_end > deadline:
         text += f" At this rate it will miss its deadline {deadline.isoformat()}."
     return text
+
+
+def rejection_tally(rejections: Sequence[Rejection]) -> str:
+    """'3 x InsufficientFreeGpus, 1 x DataFarAway': how many pools or clusters each reason ruled out."""
+    counts = Counter(r.reason for r in rejections)
+    return ", ".join(f"{n} x {code}" for code, n in counts.most_common())
 
 
 def preempting(plan: PreemptionPlan) -> str:

@@ -39,12 +39,14 @@ class SharedPlans:
     frees a plan a running cycle still uses.
     """
 
-    __slots__ = ("plans", "ranking_starts", "setups")
+    __slots__ = ("plans", "ranking_starts", "setups", "templates")
 
     def __init__(self) -> None:
         self.plans: dict[Hashable, Any] = {}
         self.setups: dict[Hashable, Any] = {}
         self.ranking_starts: dict[Hashable, Any] = {}
+        self.templates: dict[Hashable, Any] = {}
+        """What cycles' own setups start from (pool_judgement.py); bounded on its own, by `MAX_PLANS`."""
 
 
 class PlanMemory:

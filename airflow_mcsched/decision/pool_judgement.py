@@ -16,6 +16,7 @@ from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter, Scope
 from airflow_mcsched.decision.node_choice import choose_nodes, why_no_node
 from airflow_mcsched.decision.outcome import Rejection
+from airflow_mcsched.decision.plan_cache import MAX_PLANS
 from airflow_mcsched.decision.reasons import Reason
 from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.view.allocation import NodeAllocation
@@ -74,29 +75,57 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
     weights = ctx.weights
     per_cycle = [s for s in scores if s.per_cycle and getattr(weights, s.name, 1.0) > 0 and s.applies(ctx)]
     key = (ctx.signature, live, *(s.signature(ctx) for s in per_cycle))
-    setups = ctx.cycle.setups if per_cycle else shared_plans(ctx, filters).setups
+    shared = shared_plans(ctx, filters)
+    setups = ctx.cycle.setups if per_cycle else shared.setups
     setup = setups.get(key)
-    if setup is None:
-        plan = plan_candidates(ctx, filters, scores)
-        dynamic = plan.dynamic_scores
-        dynamic_key = (ctx.demand, tuple((s, s.signature(ctx)) for s, _ in dynamic))
-        memory = ctx.cycle.memory
-        per_cycle_at = tuple(i for i, (s, _) in enumerate(dynamic) if s.per_cycle)
-        lasting_memo = None
-        if per_cycle_at:
-            lasting = tuple((s, s.signature(ctx)) for s, _ in dynamic if not s.per_cycle)
-            lasting_memo = memory.fit_memo_for(("without per-cycle scores", ctx.demand, lasting))
-        setup = setups[key] = Setup(
-            plan=plan,
-            by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
-            by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
-            fit_filters=[f for f in live if f.fit],
-            memo={} if per_cycle_at else memory.fit_memo_for(dynamic_key),
-            ranking_key=(id(plan), dynamic_key),
-            per_cycle_at=per_cycle_at,
-            lasting_memo=lasting_memo,
-        )
+    if setup is not None:
+        return setup
+    if not per_cycle:
+        setup = setups[key] = _new_setup(ctx, filters, scores, live)
+        return setup
+    # What does not change between cycles (the plan, the live filters, the memo of lasting values)
+    # is kept with the view as a template, found without the per-cycle scores' signatures (which
+    # name the cycle); the cycle's own setup starts from it with an empty memo.
+    templates = shared.templates
+    template_key = (key[0], live, tuple(per_cycle))
+    template = templates.get(template_key)
+    if template is None:
+        if len(templates) >= MAX_PLANS:
+            templates.clear()
+        template = templates[template_key] = _new_setup(ctx, filters, scores, live)
+    setup = setups[key] = Setup(
+        plan=template.plan,
+        by_cluster=template.by_cluster,
+        by_capacity=template.by_capacity,
+        fit_filters=template.fit_filters,
+        memo={},
+        ranking_key=(template.ranking_key, key[2:]),
+        per_cycle_at=template.per_cycle_at,
+        lasting_memo=template.lasting_memo,
+    )
     return setup
+
+
+def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score], live: tuple) -> Setup:
+    plan = plan_candidates(ctx, filters, scores)
+    dynamic = plan.dynamic_scores
+    dynamic_key = (ctx.demand, tuple((s, s.signature(ctx)) for s, _ in dynamic))
+    memory = ctx.cycle.memory
+    per_cycle_at = tuple(i for i, (s, _) in enumerate(dynamic) if s.per_cycle)
+    lasting_memo = None
+    if per_cycle_at:
+        lasting = tuple((s, s.signature(ctx)) for s, _ in dynamic if not s.per_cycle)
+        lasting_memo = memory.fit_memo_for(("without per-cycle scores", ctx.demand, lasting))
+    return Setup(
+        plan=plan,
+        by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
+        by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
+        fit_filters=[f for f in live if f.fit],
+        memo={} if per_cycle_at else memory.fit_memo_for(dynamic_key),
+        ranking_key=(id(plan), dynamic_key),
+        per_cycle_at=per_cycle_at,
+        lasting_memo=lasting_memo,
+    )
 
 
 def _merged(setup: Setup, lasting: tuple[float, ...], per_cycle: list[float]) -> tuple[float, ...]:

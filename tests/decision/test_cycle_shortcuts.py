@@ -1,0 +1,93 @@
+"""The shortcuts of a cycle over a long queue change how fast it decides, never what it decides.
+
+- a request of a demand that an earlier request of the cycle found fitting no pool, before any
+  capacity changed, takes that request's rejections instead of walking the fleet again;
+- the backfill replay of running work follows only the nodes that ends touch until the request
+  may fit (`backfill._PoolReplay`).
+
+Each is checked against the engine with the shortcut turned off, on random fleets and queues.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from airflow_mcsched.decision import Outcome, Policy, backfill, candidates, decide, plan_cache
+from airflow_mcsched.decision.admission import AdmissionCycle
+from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
+from tests.decision.test_plan_cache import POLICIES, random_queue, random_running, random_view
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory():
+    plan_cache.forget_all()
+    yield
+    plan_cache.forget_all()
+
+
+def _full_replay_may_fit(self) -> bool:
+    self._touched = set()
+    return True  # every end is followed by a full check of the pool, as before the shortcut
+
+
+def _cycles(seed: int):
+    rng = random.Random(seed)
+    view = random_view(rng)
+    # long queues of few shapes: most requests wait behind full pools
+    return view, [
+        (random_queue(rng, 60), random_running(rng, view), NOW + timedelta(seconds=s)) for s in (0, 30, 30, 90)
+    ]
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+@pytest.mark.parametrize("seed", range(5))
+def test_decisions_with_and_without_the_shortcuts_are_equal(seed, policy_name, monkeypatch):
+    policy = POLICIES[policy_name]
+    view, cycles = _cycles(seed)
+    fast = [decide(view, q, running, policy, now) for q, running, now in cycles]
+    plan_cache.forget_all()
+    with monkeypatch.context() as m:
+        m.setattr(candidates, "_fits_nowhere_key", lambda ctx, setup: None)
+        m.setattr(backfill._PoolReplay, "may_fit", _full_replay_may_fit)
+        slow = [decide(view, q, running, policy, now) for q, running, now in cycles]
+    assert fast == slow
+
+
+def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes():
+    """Three one-GPU requests wait on a full pool: the second and third reuse the first's rejections
+    (same objects); after a grant frees nothing but changes capacity, a request walks again."""
+    profile = cluster("a", pool("gpu", "A100", nodes=1), pool("cpu", None, nodes=1))
+    view = view_of((profile, observe(profile, free={"gpu": [0]})))
+    queue = [request(f"r{i}", gpus=1, arrival=NOW - timedelta(seconds=10 - i)) for i in range(3)]
+    queue.append(request("cpu-job", cpu=1, arrival=NOW - timedelta(seconds=5)))
+    queue.append(request("r-late", gpus=1, arrival=NOW))
+    cycle = AdmissionCycle(view, [], Policy(backfill=False), NOW)
+    result = cycle.run(queue)
+    by_id = {d.request_id: d for d in result.decisions}
+    assert [by_id[f"r{i}"].outcome for i in range(3)] == [Outcome.WAITING] * 3
+    assert by_id["cpu-job"].outcome is Outcome.ADMITTED
+    first, second, third = (by_id[f"r{i}"] for i in range(3))
+    assert second.rejections == first.rejections and third.rejections is second.rejections
+    assert by_id["r-late"].rejections == first.rejections  # equal, but walked again after the grant
+    assert by_id["r-late"].rejections is not first.rejections
+    assert len(cycle.state.fits_nowhere) == 1
+
+
+def test_a_head_waits_for_the_node_whose_work_ends_first_that_fits_it():
+    """Ends on nodes too small for the head do not make it fit; the first end that frees a node it
+    fits on is its start, whichever node that is."""
+    profile = cluster("a", pool("gpu", "A100", nodes=2))
+    view = view_of((profile, observe(profile)))  # the running work below is not seen yet: taken from it
+    nodes = [n.name for n in view.pool("a", "gpu").capacity.nodes]
+    running = [
+        reservation("short-half", "a", "gpu", nodes[0], gpus=4, ends_in=timedelta(minutes=5)),
+        reservation("long-half", "a", "gpu", nodes[0], gpus=4, ends_in=timedelta(minutes=50)),
+        reservation("mid-whole", "a", "gpu", nodes[1], gpus=8, ends_in=timedelta(minutes=20)),
+    ]
+    result = decide(view, [request("big", gpus=8)], running, Policy(), NOW)
+    decision = result.decisions[0]
+    assert decision.outcome is Outcome.WAITING
+    assert decision.expected_start == NOW + timedelta(minutes=20)
