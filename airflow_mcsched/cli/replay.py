@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from airflow_mcsched.cli.table import render_table
 from airflow_mcsched.replay.compare import compare, policy_names
 from airflow_mcsched.replay.fleet import load_fleet
 from airflow_mcsched.replay.metrics import SeededSummary
 from airflow_mcsched.replay.openb import compress_arrivals, read_jobs
+from airflow_mcsched.replay.run_store import RunStore
 from airflow_mcsched.replay.variants import VARIANTS, variant
 
 COLUMNS = (
@@ -56,7 +58,20 @@ def run(args: argparse.Namespace) -> int:
     if args.limit:
         jobs = jobs[: args.limit]
     jobs = compress_arrivals(variant(args.variant, jobs, fleet), args.load)
-    summaries = compare(fleet, jobs, policies, seeds=args.seeds, workers=args.jobs)
+    store = None
+    if args.runs_dir:
+        setting = {
+            "pods": Path(args.pods).name,
+            "nodes": Path(args.nodes).name if args.nodes else None,
+            "fleet": Path(args.fleet).name,
+            "scale": args.scale,
+            "load": args.load,
+            "variant": args.variant,
+            "limit": args.limit,
+            "jobs": len(jobs),
+        }
+        store = RunStore(args.runs_dir, setting)
+    summaries = compare(fleet, jobs, policies, seeds=args.seeds, workers=args.jobs, store=store)
     if args.format == "json":
         data = {s.median.policy: s.as_dict() for s in summaries}
         print(json.dumps(data[policies[0]] if len(policies) == 1 else data, indent=2))
@@ -82,5 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", choices=VARIANTS, default="shipped", help="the trace, or a seeded derivation")
     p.add_argument("--limit", type=int, help="replay only the first N jobs")
     p.add_argument("--jobs", type=int, default=1, help="processes to spread the runs over (same figures)")
+    p.add_argument(
+        "--runs-dir",
+        help="keep each finished (policy, seed) run here and reuse the ones already there: a long comparison resumes",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=run)

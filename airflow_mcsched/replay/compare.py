@@ -7,12 +7,13 @@ draw at random, so every policy sees the same arrivals in the same run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from airflow_mcsched.replay.fleet import ReplayFleet, pooled
 from airflow_mcsched.replay.metrics import ReplaySummary, SeededSummary, over_seeds, summarise
 from airflow_mcsched.replay.openb import TraceJob
 from airflow_mcsched.replay.policies import PLACERS
+from airflow_mcsched.replay.run_store import RunStore
 from airflow_mcsched.replay.simulator import replay
 from airflow_mcsched.replay.variants import jittered
 
@@ -33,20 +34,44 @@ def _one(fleet: ReplayFleet, jobs: Sequence[TraceJob], name: str, seed: int) -> 
 
 
 def compare(
-    fleet: ReplayFleet, jobs: Sequence[TraceJob], policies: Sequence[str], seeds: int = 1, workers: int = 1
+    fleet: ReplayFleet,
+    jobs: Sequence[TraceJob],
+    policies: Sequence[str],
+    seeds: int = 1,
+    workers: int = 1,
+    store: RunStore | None = None,
 ) -> list[SeededSummary]:
     """Every policy over every seed; with `workers` > 1 the runs are spread over that many processes
-    (the engine's runs first: they take longest). The figures do not depend on `workers`."""
+    (the engine's runs first: they take longest). The figures do not depend on `workers`.
+
+    With a `store`, runs it holds are read instead of run, and each new run is written to it as
+    soon as it ends: an interrupted comparison loses only the runs under way.
+    """
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
     if workers < 1:
         raise ValueError(f"--jobs must be >= 1, got {workers}")
     runs = [(name, s) for name in policies for s in range(seeds)]
+    done: dict[int, ReplaySummary] = {}
+    if store is not None:
+        for i, (name, s) in enumerate(runs):
+            known = store.get(name, s)
+            if known is not None:
+                done[i] = known
+    todo = sorted((i for i in range(len(runs)) if i not in done), key=lambda i: runs[i][0] != "mcsched")
+
+    def finished(i: int, summary: ReplaySummary) -> None:
+        done[i] = summary
+        if store is not None:
+            store.put(summary, runs[i][1])
+
     if workers == 1:
-        done = [_one(fleet, jobs, name, s) for name, s in runs]
-    else:
-        slow_first = sorted(range(len(runs)), key=lambda i: runs[i][0] != "mcsched")
+        for i in todo:
+            finished(i, _one(fleet, jobs, *runs[i]))
+    elif todo:
         with ProcessPoolExecutor(workers) as pool:
-            futures = {i: pool.submit(_one, fleet, jobs, *runs[i]) for i in slow_first}
-            done = [futures[i].result() for i in range(len(runs))]
-    return [over_seeds(done[k * seeds : (k + 1) * seeds]) for k in range(len(policies))]
+            futures = {pool.submit(_one, fleet, jobs, *runs[i]): i for i in todo}
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
+    ordered = [done[i] for i in range(len(runs))]
+    return [over_seeds(ordered[k * seeds : (k + 1) * seeds]) for k in range(len(policies))]

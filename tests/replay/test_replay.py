@@ -12,6 +12,7 @@ from airflow_mcsched.replay.fleet import fleet_from_split, pooled
 from airflow_mcsched.replay.metrics import summarise
 from airflow_mcsched.replay.openb import TraceJob
 from airflow_mcsched.replay.policies import PLACERS
+from airflow_mcsched.replay.run_store import RunStore
 from airflow_mcsched.replay.simulator import replay
 from tests.replay.conftest import write_pods
 
@@ -101,6 +102,25 @@ def test_runs_spread_over_processes_give_the_same_figures(fleet):
     assert [s.as_dict() for s in spread] == [s.as_dict() for s in alone]
     with pytest.raises(ValueError, match="--jobs"):
         compare(fleet, jobs, ["random"], workers=0)
+
+
+def test_a_comparison_with_a_run_store_resumes_where_it_stopped(fleet, tmp_path):
+    """Each finished run is kept; a later call reads it instead of running it (a kept figure altered
+    on disk shows through), runs only what is missing, and refuses a store of another setting."""
+    jobs = [job(f"j{i}", i * 10, 100 + 7 * i, gpus=1 + i % 8) for i in range(8)]
+    setting = {"variant": "test", "load": 1.0}
+    tmp_path = tmp_path / "runs"
+    first = compare(fleet, jobs, ["mcsched"], seeds=2, store=RunStore(tmp_path, setting))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcsched-seed0.json", "mcsched-seed1.json"]
+    kept = json.loads((tmp_path / "mcsched-seed1.json").read_text())
+    kept["summary"]["total_cost"] = 1e9
+    (tmp_path / "mcsched-seed1.json").write_text(json.dumps(kept))
+    again = compare(fleet, jobs, ["mcsched", "random"], seeds=2, workers=2, store=RunStore(tmp_path, setting))
+    assert again[0].spread["total_cost"][1] == 1e9  # read, not run again
+    assert again[0].median.mean_wait == first[0].median.mean_wait
+    assert (tmp_path / "random-seed1.json").exists()
+    with pytest.raises(ValueError, match=r"mcsched-seed0.json holds a run of another setting \(differs in load\)"):
+        compare(fleet, jobs, ["mcsched"], seeds=1, store=RunStore(tmp_path, {**setting, "load": 2.0}))
 
 
 def test_unknown_policy_names_the_choices():
