@@ -3,18 +3,41 @@
 One engine seed of the reference trace at a high load takes many minutes; a comparison of nine
 policies over five seeds can outlast a session or a CI job. With a store, each run is written as
 soon as it ends, and a later call with the same setting reads it instead of running it again.
-A store holds one setting only (trace, fleet, variant, load, jobs): a run of another setting is
+A store holds one setting only (trace, fleet, variant, load, jobs, and the code: a fingerprint of
+the engine's and the simulator's source): a run of another setting, or one made by other code, is
 refused, by name, rather than mixed into the medians.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import airflow_mcsched
 from airflow_mcsched.replay.metrics import ReplaySummary
+
+_FIGURES_FROM = ("access", "view", "decision", "replay")
+"""The packages whose source decides a replay's figures (the engine, the view it reads, the simulator)."""
+
+
+def code_fingerprint() -> str:
+    """sha256 of the source that decides a replay's figures: a run kept by other code is not reused.
+
+    This module is left out: keeping runs does not change them.
+    """
+    root = Path(airflow_mcsched.__file__).parent
+    digest = hashlib.sha256()
+    for package in _FIGURES_FROM:
+        for path in sorted((root / package).rglob("*.py")):
+            if path == Path(__file__):
+                continue
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 class RunStore:
@@ -41,7 +64,7 @@ class RunStore:
             changed = sorted(k for k in {*setting, *self.setting} if setting.get(k) != self.setting.get(k))
             raise ValueError(
                 f"{path} holds a run of another setting (differs in {', '.join(changed)}); "
-                "give this setting its own --runs-dir"
+                "give this setting its own --runs-dir (or, after changing the code, delete the old runs)"
             )
         return summary
 

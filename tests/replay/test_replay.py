@@ -12,7 +12,7 @@ from airflow_mcsched.replay.fleet import fleet_from_split, pooled
 from airflow_mcsched.replay.metrics import summarise
 from airflow_mcsched.replay.openb import TraceJob
 from airflow_mcsched.replay.policies import PLACERS
-from airflow_mcsched.replay.run_store import RunStore
+from airflow_mcsched.replay.run_store import RunStore, code_fingerprint
 from airflow_mcsched.replay.simulator import replay
 from tests.replay.conftest import write_pods
 
@@ -170,6 +170,24 @@ def test_cli_table_shows_every_policy_with_the_spread_of_seeds(trace_dir, capsys
     assert "variant multi-gpu" in out and "median of 2 seed(s)" in out
     assert "mean wait min-max" in out
     assert [line.split()[0] for line in out.splitlines()[3:]] == ["mcsched", "first-fit"]
+
+
+def test_cli_runs_dir_keeps_runs_with_the_code_that_made_them(trace_dir, capsys, tmp_path):
+    """The CLI's store records the setting and the source fingerprint; a kept run made by other code
+    is refused by name instead of being mixed into the figures."""
+    pods = write_pods(trace_dir / "pods.csv", [("a", 4000, 4096, 8, 1000, "LS", 0, 3600, 0)])
+    runs = tmp_path / "runs"
+    argv = ["replay", "--pods", str(pods), "--nodes", str(trace_dir / "nodes.csv"), "--fleet"]
+    argv += [str(trace_dir / "split.csv"), "--load", "2", "--format", "json", "--runs-dir", str(runs)]
+    args = build_parser().parse_args(argv)
+    assert args.func(args) == 0
+    kept = json.loads((runs / "mcsched-seed0.json").read_text())
+    assert kept["setting"]["code"] == code_fingerprint() and kept["setting"]["load"] == 2.0
+    assert json.loads(capsys.readouterr().out)["mean_wait"] == kept["summary"]["mean_wait"]
+    kept["setting"]["code"] = "older"
+    (runs / "mcsched-seed0.json").write_text(json.dumps(kept))
+    with pytest.raises(ValueError, match=r"another setting \(differs in code\).*delete the old runs"):
+        args.func(args)
 
 
 def test_normal_jobs_go_before_best_effort_ones_and_each_class_has_its_mean_wait(fleet):
