@@ -1,0 +1,71 @@
+"""Replay the engine with its replay policy changed, one seed: what a policy setting does to the figures.
+
+    .venv/bin/python benchmarks/replay_policy_experiment.py --variant multi-gpu --load 100 --seed 0 \\
+        backfill_heads=1 w.whole_nodes=0
+
+Each `name=value` sets a field of the engine's replay policy (`REPLAY_POLICY` in
+`airflow_mcsched/replay/policies.py`); `w.<score>=value` sets a score weight. Prints the engine's
+mean wait (all, `normal`, `low`), p95 wait, multi-GPU max wait and cost, as `mcsched replay` would
+for `--policy mcsched --seeds 1` with that seed. For trying settings before changing the defaults:
+the tables in docs/benchmarks.md are made with the shipped policy by `mcsched replay`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from airflow_mcsched.replay import policies
+from airflow_mcsched.replay.compare import _one
+from airflow_mcsched.replay.fleet import load_fleet
+from airflow_mcsched.replay.openb import compress_arrivals, read_jobs
+from airflow_mcsched.replay.variants import VARIANTS, variant
+
+TRACES = "/work/shared/traces"
+
+
+def changed_policy(settings: list[str]):
+    """The replay policy with `name=value` fields and `w.<score>=value` weights changed (validated)."""
+    fields: dict[str, object] = {}
+    weights: dict[str, float] = {}
+    for item in settings:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"{item!r}: expected name=value (a policy field, or w.<score> for a weight)")
+        if name.startswith("w."):
+            weights[name[2:]] = float(value)
+        else:
+            fields[name] = json.loads(value)
+    base = policies.REPLAY_POLICY.model_dump()
+    base["weights"] = {**base["weights"], **weights}
+    return type(policies.REPLAY_POLICY).model_validate({**base, **fields})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", choices=VARIANTS, default="shipped")
+    parser.add_argument("--load", type=float, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--traces", default=TRACES)
+    parser.add_argument("settings", nargs="*", help="name=value or w.<score>=value")
+    args = parser.parse_args()
+    policy = changed_policy(args.settings)
+
+    class Changed(policies.Mcsched):
+        def __init__(self, seed: int = 0) -> None:
+            super().__init__(seed, policy)
+
+    policies.PLACERS["mcsched"] = Changed
+    t = args.traces
+    fleet = load_fleet(f"{t}/openb_fleet_split.csv", f"{t}/openb_node_list_gpu_node.csv", 0.1)
+    jobs = compress_arrivals(variant(args.variant, read_jobs(f"{t}/openb_pod_list_default.csv")[0], fleet), args.load)
+    s = _one(fleet, jobs, "mcsched", args.seed)
+    print(
+        f"{args.variant} load {args.load:g} seed {args.seed} {' '.join(args.settings) or '(shipped policy)'}: "
+        f"mean wait {s.mean_wait:.0f} s (normal {s.mean_wait_normal:.0f}, low {s.mean_wait_low:.0f}), "
+        f"p95 {s.p95_wait:.0f} s, multi-GPU max {s.max_wait_multi_gpu:.0f} s, cost ${s.total_cost:,.0f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
