@@ -86,6 +86,16 @@ def markdown(name: str, results: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary(settings: list[tuple[str, dict[str, dict]]]) -> str:
+    """One row per setting, one column per target: what the per-setting sections say, at a glance."""
+    names = [t for t, _, _ in targets(settings[0][1])] if settings else []
+    lines = ["| setting | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
+    for name, results in settings:
+        cells = [f"{'met' if met else '**not met**'} ({figures})" for _, met, figures in targets(results)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="directory of <variant>-<load>.json files from `mcsched replay`")
@@ -93,9 +103,13 @@ def main() -> None:
     files = sorted(
         args.results.glob("*.json"), key=lambda p: (p.stem.rsplit("-", 1)[0], float(p.stem.rsplit("-", 1)[1]))
     )
+    settings = []
     for path in files:
         variant, load = path.stem.rsplit("-", 1)
-        print(markdown(f"{variant}, load x{load}", json.loads(path.read_text())))
+        settings.append((f"{variant}, load x{load}", json.loads(path.read_text())))
+    print(summary(settings))
+    for name, results in settings:
+        print(markdown(name, results))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from airflow_mcsched.replay.compare import compare, policy_names
 from airflow_mcsched.replay.fleet import load_fleet
 from airflow_mcsched.replay.metrics import SeededSummary
 from airflow_mcsched.replay.openb import compress_arrivals, read_jobs
-from airflow_mcsched.replay.run_store import RunStore, code_fingerprint
+from airflow_mcsched.replay.run_store import RunStore
 from airflow_mcsched.replay.variants import VARIANTS, variant
 
 COLUMNS = (
@@ -69,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
             "variant": args.variant,
             "limit": args.limit,
             "jobs": len(jobs),
-            "code": code_fingerprint(),
         }
         store = RunStore(args.runs_dir, setting)
     summaries = compare(fleet, jobs, policies, seeds=args.seeds, workers=args.jobs, store=store)

@@ -7,7 +7,8 @@ from airflow_mcsched.replay.compare import compare, policy_names
 from airflow_mcsched.replay.fleet import ReplayFleet, fleet_from_split, fleet_from_yaml, load_fleet, pooled
 from airflow_mcsched.replay.metrics import ReplaySummary, summarise
 from airflow_mcsched.replay.openb import TraceJob, compress_arrivals, read_jobs, read_nodes
-from airflow_mcsched.replay.policies import PLACERS, Placer
+from airflow_mcsched.replay.placer import Placer
+from airflow_mcsched.replay.policies import PLACERS
 from airflow_mcsched.replay.simulator import ReplayRun, replay
 
 __all__ = [

@@ -3,9 +3,9 @@
 One engine seed of the reference trace at a high load takes many minutes; a comparison of nine
 policies over five seeds can outlast a session or a CI job. With a store, each run is written as
 soon as it ends, and a later call with the same setting reads it instead of running it again.
-A store holds one setting only (trace, fleet, variant, load, jobs, and the code: a fingerprint of
-the engine's and the simulator's source): a run of another setting, or one made by other code, is
-refused, by name, rather than mixed into the medians.
+A store holds one setting only (trace, fleet, variant, load, jobs), and each run records the code
+that made it (a fingerprint of the source its policy runs): a run of another setting, or one made
+by other code, is refused, by name, rather than mixed into the medians.
 """
 
 from __future__ import annotations
@@ -19,20 +19,29 @@ from pathlib import Path
 import airflow_mcsched
 from airflow_mcsched.replay.metrics import ReplaySummary
 
+ENGINE = "mcsched"
+
 _FIGURES_FROM = ("access", "view", "decision", "replay")
 """The packages whose source decides a replay's figures (the engine, the view it reads, the simulator)."""
 
+_ENGINE_IGNORES = ("replay/baselines.py",)
+"""Source the engine's runs never execute: a change to a baseline leaves the engine's kept runs valid."""
 
-def code_fingerprint() -> str:
-    """sha256 of the source that decides a replay's figures: a run kept by other code is not reused.
 
-    This module is left out: keeping runs does not change them.
+def code_fingerprint(policy: str, root: Path | None = None) -> str:
+    """sha256 of the source that decides the figures of `policy`'s runs: a run kept by other code is
+    not reused. This module is left out (keeping runs does not change them), and so are the baselines
+    for the engine's runs (they never run them; every other module is shared). `root`: the package's
+    folder (default: the one imported).
     """
-    root = Path(airflow_mcsched.__file__).parent
+    root = root or Path(airflow_mcsched.__file__).parent
+    ignored = {root / "replay" / "run_store.py"}
+    if policy == ENGINE:
+        ignored.update(root / name for name in _ENGINE_IGNORES)
     digest = hashlib.sha256()
     for package in _FIGURES_FROM:
         for path in sorted((root / package).rglob("*.py")):
-            if path == Path(__file__):
+            if path in ignored:
                 continue
             digest.update(path.relative_to(root).as_posix().encode())
             digest.update(b"\0")
@@ -41,12 +50,18 @@ def code_fingerprint() -> str:
 
 
 class RunStore:
-    """`<dir>/<policy>-seed<s>.json`: {"setting": ..., "summary": ReplaySummary as a dict}."""
+    """`<dir>/<policy>-seed<s>.json`: {"setting": ... with "code", "summary": ReplaySummary as a dict}."""
 
     def __init__(self, directory: str | Path, setting: Mapping[str, object]) -> None:
         self.directory = Path(directory)
         self.setting = dict(setting)
         self.directory.mkdir(parents=True, exist_ok=True)
+        # read now: source edited while a long comparison runs must not be stamped on its runs
+        self._codes = {ENGINE: code_fingerprint(ENGINE), "baselines": code_fingerprint("baselines")}
+
+    def setting_of(self, policy: str) -> dict[str, object]:
+        """The store's setting plus the fingerprint of the code `policy` runs."""
+        return {**self.setting, "code": self._codes[ENGINE if policy == ENGINE else "baselines"]}
 
     def _path(self, policy: str, seed: int) -> Path:
         return self.directory / f"{policy}-seed{seed}.json"
@@ -57,11 +72,12 @@ class RunStore:
             return None
         try:
             data = json.loads(path.read_text())
-            setting, summary = data["setting"], ReplaySummary(**data["summary"])
+            kept, summary = data["setting"], ReplaySummary(**data["summary"])
         except (ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{path}: not a replay run this version can read ({err}); delete the file") from err
-        if setting != self.setting:
-            changed = sorted(k for k in {*setting, *self.setting} if setting.get(k) != self.setting.get(k))
+        setting = self.setting_of(policy)
+        if kept != setting:
+            changed = sorted(k for k in {*kept, *setting} if kept.get(k) != setting.get(k))
             raise ValueError(
                 f"{path} holds a run of another setting (differs in {', '.join(changed)}); "
                 "give this setting its own --runs-dir (or, after changing the code, delete the old runs)"
@@ -72,5 +88,5 @@ class RunStore:
         """Written whole or not at all (a run killed mid-write leaves no half file to trip on)."""
         path = self._path(summary.policy, seed)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"setting": self.setting, "summary": summary.as_dict()}, indent=2))
+        tmp.write_text(json.dumps({"setting": self.setting_of(summary.policy), "summary": summary.as_dict()}, indent=2))
         os.replace(tmp, path)

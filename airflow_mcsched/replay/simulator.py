@@ -22,7 +22,7 @@ from airflow_mcsched.replay.datasets import NO_STAGING, Staging
 from airflow_mcsched.replay.fleet import ReplayFleet
 from airflow_mcsched.replay.fleet_state import FleetState
 from airflow_mcsched.replay.openb import TraceJob
-from airflow_mcsched.replay.policies import Placer, accepts, may_fit
+from airflow_mcsched.replay.placer import Placer, accepts, may_fit, queue_order
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +143,7 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
             startable = _StartableNow(state)
             offer = [j for j in pending.values() if j.name not in parked and startable(j)]
             if placer.shown_waiting:
-                front = heapq.nsmallest(
-                    placer.shown_waiting, pending.values(), key=lambda j: (j.interruptible, j.arrival, j.name)
-                )
+                front = heapq.nsmallest(placer.shown_waiting, pending.values(), key=queue_order)
                 offered = {j.name for j in offer}
                 offer[:0] = [j for j in front if j.name not in offered]
             if not offer:

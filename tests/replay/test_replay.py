@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
+import airflow_mcsched
 from airflow_mcsched.cli.main import build_parser
 from airflow_mcsched.replay.compare import compare, policy_names
 from airflow_mcsched.replay.fleet import fleet_from_split, pooled
@@ -182,7 +185,7 @@ def test_cli_runs_dir_keeps_runs_with_the_code_that_made_them(trace_dir, capsys,
     args = build_parser().parse_args(argv)
     assert args.func(args) == 0
     kept = json.loads((runs / "mcsched-seed0.json").read_text())
-    assert kept["setting"]["code"] == code_fingerprint() and kept["setting"]["load"] == 2.0
+    assert kept["setting"]["code"] == code_fingerprint("mcsched") and kept["setting"]["load"] == 2.0
     assert json.loads(capsys.readouterr().out)["mean_wait"] == kept["summary"]["mean_wait"]
     kept["setting"]["code"] = "older"
     (runs / "mcsched-seed0.json").write_text(json.dumps(kept))
@@ -191,18 +194,39 @@ def test_cli_runs_dir_keeps_runs_with_the_code_that_made_them(trace_dir, capsys,
 
 
 def test_normal_jobs_go_before_best_effort_ones_and_each_class_has_its_mean_wait(fleet):
-    """One G2 node comes free at 100 s: the engine gives it to the normal job that arrived later,
-    first-fit to the best-effort (BE, priority class `low`) job that arrived first."""
+    """One G2 node comes free at 100 s: the engine and the baselines alike (a Kubernetes scheduler
+    sorts its queue by priority, then arrival) give it to the normal job that arrived later, not to
+    the best-effort (BE, priority class `low`) job that arrived first."""
     jobs = [
         job("a", 0, 100),
         job("b", 0, 1000),
         job("lo", 10, 50, qos="BE"),
         job("hi", 20, 50),
     ]
-    _, engine = run_of(fleet, jobs, "mcsched")
-    assert (engine["hi"].start, engine["lo"].start) == (100, 150)
-    result, first = run_of(fleet, jobs, "first-fit")
-    assert (first["lo"].start, first["hi"].start) == (100, 150)
+    for policy in ("mcsched", "first-fit", "cheapest"):
+        result, runs = run_of(fleet, jobs, policy)
+        assert (runs["hi"].start, runs["lo"].start) == (100, 150), policy
     summary = summarise(result)
-    assert summary.mean_wait_low == 90
-    assert summary.mean_wait_normal == pytest.approx(130 / 3)
+    assert summary.mean_wait_low == 140
+    assert summary.mean_wait_normal == pytest.approx(80 / 3)
+
+
+def test_a_baseline_change_leaves_the_engines_fingerprint_alone(tmp_path):
+    """The engine's kept runs survive a change to a baseline (it never runs one); the baselines' do
+    not, nor does anyone's survive a change to the simulator or the engine."""
+    root = tmp_path / "airflow_mcsched"
+    shutil.copytree(Path(airflow_mcsched.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    before = {p: code_fingerprint(p, root) for p in ("mcsched", "cheapest")}
+    assert before == {p: code_fingerprint(p) for p in before}
+    assert before["mcsched"] != before["cheapest"]
+    with (root / "replay" / "baselines.py").open("a") as f:
+        f.write("# a baseline changed\n")
+    assert code_fingerprint("mcsched", root) == before["mcsched"]
+    assert code_fingerprint("cheapest", root) != before["cheapest"]
+    with (root / "replay" / "simulator.py").open("a") as f:
+        f.write("# the simulator changed\n")
+    simulator_changed = code_fingerprint("mcsched", root)
+    assert simulator_changed != before["mcsched"]
+    with (root / "replay" / "run_store.py").open("a") as f:
+        f.write("# keeping runs changed\n")
+    assert code_fingerprint("mcsched", root) == simulator_changed
