@@ -70,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
             "limit": args.limit,
             "jobs": len(jobs),
         }
-        store = RunStore(args.runs_dir, setting)
-    summaries = compare(fleet, jobs, policies, seeds=args.seeds, workers=args.jobs, store=store)
+        store = RunStore(args.runs_dir, setting, baseline_backfill=args.baseline_backfill)
+    easy = args.baseline_backfill
+    summaries = compare(fleet, jobs, policies, seeds=args.seeds, workers=args.jobs, store=store, baseline_backfill=easy)
     if args.format == "json":
         data = {s.median.policy: s.as_dict() for s in summaries}
         print(json.dumps(data[policies[0]] if len(policies) == 1 else data, indent=2))
@@ -100,6 +101,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--runs-dir",
         help="keep each finished (policy, seed) run here and reuse the ones already there: a long comparison resumes",
+    )
+    p.add_argument(
+        "--baseline-backfill",
+        action="store_true",
+        help="the baselines run plain EASY backfill (a hold for the first blocked job), as batch schedulers do",
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=run)

@@ -13,7 +13,7 @@ from airflow_mcsched.replay.fleet import ReplayFleet, pooled
 from airflow_mcsched.replay.metrics import ReplaySummary, SeededSummary, over_seeds, summarise
 from airflow_mcsched.replay.openb import TraceJob
 from airflow_mcsched.replay.policies import PLACERS
-from airflow_mcsched.replay.run_store import RunStore
+from airflow_mcsched.replay.run_store import ENGINE, RunStore
 from airflow_mcsched.replay.simulator import replay
 from airflow_mcsched.replay.variants import jittered
 
@@ -27,10 +27,14 @@ def policy_names(spec: str) -> list[str]:
     return names
 
 
-def _one(fleet: ReplayFleet, jobs: Sequence[TraceJob], name: str, seed: int) -> ReplaySummary:
-    """One policy over one seed's arrivals (a process of its own when runs are spread over several)."""
+def _one(
+    fleet: ReplayFleet, jobs: Sequence[TraceJob], name: str, seed: int, baseline_backfill: bool = False
+) -> ReplaySummary:
+    """One policy over one seed's arrivals (a process of its own when runs are spread over several);
+    `baseline_backfill`: a baseline runs plain EASY backfill (see replay/baselines.py)."""
     on = pooled(fleet) if name == "pooled" else fleet
-    return summarise(replay(on, jittered(jobs, seed), PLACERS[name](seed=seed)))
+    options = {"backfill": True} if baseline_backfill and name != ENGINE else {}
+    return summarise(replay(on, jittered(jobs, seed), PLACERS[name](seed=seed, **options)))
 
 
 def compare(
@@ -40,12 +44,14 @@ def compare(
     seeds: int = 1,
     workers: int = 1,
     store: RunStore | None = None,
+    baseline_backfill: bool = False,
 ) -> list[SeededSummary]:
     """Every policy over every seed; with `workers` > 1 the runs are spread over that many processes
     (the engine's runs first: they take longest). The figures do not depend on `workers`.
 
     With a `store`, runs it holds are read instead of run, and each new run is written to it as
-    soon as it ends: an interrupted comparison loses only the runs under way.
+    soon as it ends: an interrupted comparison loses only the runs under way. `baseline_backfill`:
+    the baselines run plain EASY backfill (the engine's runs do not change).
     """
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
@@ -58,7 +64,7 @@ def compare(
             known = store.get(name, s)
             if known is not None:
                 done[i] = known
-    todo = sorted((i for i in range(len(runs)) if i not in done), key=lambda i: runs[i][0] != "mcsched")
+    todo = sorted((i for i in range(len(runs)) if i not in done), key=lambda i: runs[i][0] != ENGINE)
 
     def finished(i: int, summary: ReplaySummary) -> None:
         done[i] = summary
@@ -67,10 +73,10 @@ def compare(
 
     if workers == 1:
         for i in todo:
-            finished(i, _one(fleet, jobs, *runs[i]))
+            finished(i, _one(fleet, jobs, *runs[i], baseline_backfill))
     elif todo:
         with ProcessPoolExecutor(workers) as pool:
-            futures = {pool.submit(_one, fleet, jobs, *runs[i]): i for i in todo}
+            futures = {pool.submit(_one, fleet, jobs, *runs[i], baseline_backfill): i for i in todo}
             for future in as_completed(futures):
                 finished(futures[future], future.result())
     ordered = [done[i] for i in range(len(runs))]

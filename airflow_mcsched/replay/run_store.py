@@ -52,19 +52,27 @@ def code_fingerprint(policy: str, root: Path | None = None) -> str:
 class RunStore:
     """`<dir>/<policy>-seed<s>.json`: {"setting": ... with "code", "summary": ReplaySummary as a dict}."""
 
-    def __init__(self, directory: str | Path, setting: Mapping[str, object]) -> None:
+    def __init__(self, directory: str | Path, setting: Mapping[str, object], baseline_backfill: bool = False) -> None:
         self.directory = Path(directory)
         self.setting = dict(setting)
+        # baselines with plain backfill are other runs than without (`<policy>-easy-seed<s>.json`), the
+        # engine's the same: one directory holds both comparisons and the engine's runs once
+        self.baseline_backfill = baseline_backfill
         self.directory.mkdir(parents=True, exist_ok=True)
         # read now: source edited while a long comparison runs must not be stamped on its runs
         self._codes = {ENGINE: code_fingerprint(ENGINE), "baselines": code_fingerprint("baselines")}
 
     def setting_of(self, policy: str) -> dict[str, object]:
-        """The store's setting plus the fingerprint of the code `policy` runs."""
-        return {**self.setting, "code": self._codes[ENGINE if policy == ENGINE else "baselines"]}
+        """The store's setting plus the fingerprint of the code `policy` runs (and, for a baseline
+        with plain backfill, that it had it)."""
+        if policy == ENGINE:
+            return {**self.setting, "code": self._codes[ENGINE]}
+        easy = {"baseline_backfill": True} if self.baseline_backfill else {}
+        return {**self.setting, **easy, "code": self._codes["baselines"]}
 
     def _path(self, policy: str, seed: int) -> Path:
-        return self.directory / f"{policy}-seed{seed}.json"
+        tag = "-easy" if self.baseline_backfill and policy != ENGINE else ""
+        return self.directory / f"{policy}{tag}-seed{seed}.json"
 
     def get(self, policy: str, seed: int) -> ReplaySummary | None:
         path = self._path(policy, seed)

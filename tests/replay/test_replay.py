@@ -76,12 +76,15 @@ def test_shares_pack_onto_one_gpu(fleet):
     assert all(r.start == 0 for r in runs.values())
 
 
+@pytest.mark.parametrize("backfill", [False, True])
 @pytest.mark.parametrize("policy", list(PLACERS))
-def test_every_policy_runs_every_placeable_job(fleet, policy):
+def test_every_policy_runs_every_placeable_job(fleet, policy, backfill):
+    if backfill and policy == "mcsched":
+        pytest.skip("the engine's backfill is its policy's, not a baseline option")
     jobs = [job(f"j{i}", i * 5, 60, gpus=(i % 3) * 2 + 1, team=i % 5) for i in range(12)]
     jobs.append(job("cpu", 3, 30, gpus=0))
     on = pooled(fleet) if policy == "pooled" else fleet
-    result = replay(on, jobs, PLACERS[policy]())
+    result = replay(on, jobs, PLACERS[policy](backfill=True) if backfill else PLACERS[policy]())
     assert len(result.runs) + len(result.unplaceable) == len(jobs)
     assert policy == "static" or not result.unplaceable
 
@@ -230,3 +233,38 @@ def test_a_baseline_change_leaves_the_engines_fingerprint_alone(tmp_path):
     with (root / "replay" / "run_store.py").open("a") as f:
         f.write("# keeping runs changed\n")
     assert code_fingerprint("mcsched", root) == simulator_changed
+
+
+def test_baselines_with_plain_backfill_hold_the_first_blocked_job_its_start(fleet):
+    """cloud-c's G2 node frees 4 GPUs at 50 s and the rest at 100 s; `big` (8 GPUs) is blocked
+    first. Without backfill a long 4-GPU job takes the half freed at 50 s and `big` waits until it
+    ends (550 s). With plain EASY backfill `big` holds cloud-c from 100 s: the long job is held back,
+    a short one that ends by then runs at 50 s, and `big` starts at 100 s."""
+    jobs = [
+        job("a1", 0, 50, gpus=4),
+        job("a2", 0, 100, gpus=4),
+        job("b", 0, 1000),
+        job("t", 0, 1000, gpus=2),
+        job("big", 10, 50),
+        job("long", 20, 500, gpus=4),
+        job("short", 30, 40, gpus=4),
+    ]
+    plain = {r.job.name: r.start for r in replay(fleet, jobs, PLACERS["first-fit"]()).runs}
+    easy = {r.job.name: r.start for r in replay(fleet, jobs, PLACERS["first-fit"](backfill=True)).runs}
+    assert (plain["big"], plain["long"], plain["short"]) == (550, 50, 100)
+    assert (easy["big"], easy["long"], easy["short"]) == (100, 150, 50)
+
+
+def test_a_run_store_keeps_baselines_with_backfill_apart_and_shares_the_engines_runs(fleet, tmp_path):
+    jobs = [job(f"j{i}", i * 10, 100 + 7 * i, gpus=1 + i % 8) for i in range(8)]
+    tmp_path = tmp_path / "runs"
+    plain = compare(fleet, jobs, ["mcsched", "first-fit"], store=RunStore(tmp_path, {"trace": "t"}))
+    store = RunStore(tmp_path, {"trace": "t"}, baseline_backfill=True)
+    easy = compare(fleet, jobs, ["mcsched", "first-fit"], store=store, baseline_backfill=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "first-fit-easy-seed0.json",
+        "first-fit-seed0.json",
+        "mcsched-seed0.json",
+    ]
+    assert easy[0].median == plain[0].median  # the engine's run, read back
+    assert json.loads((tmp_path / "first-fit-easy-seed0.json").read_text())["setting"]["baseline_backfill"] is True
