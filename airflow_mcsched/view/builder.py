@@ -9,7 +9,12 @@ from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
 from airflow_mcsched.access.profiles import ClusterProfile, NodePool
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
-from airflow_mcsched.view.snapshot import ClusterView, GlobalView, PoolView
+from airflow_mcsched.view.snapshot import ClusterView, DeclaredLayout, GlobalView, PoolView, share_declared
+
+MAX_PROFILES_REMEMBERED = 4096
+"""Profiles whose declared layout is kept (each entry holds its profile, so its id stays its own)."""
+
+_declared_by_profile: dict[int, tuple[ClusterProfile, int, DeclaredLayout]] = {}
 
 
 def _pool_for(node: NodeObservation, pools: Mapping[str, NodePool], profile: ClusterProfile) -> str | None:
@@ -66,7 +71,7 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
         )
         for i, p in enumerate(profile.node_pools)
     )
-    return ClusterView(
+    view = ClusterView(
         name=profile.name,
         kind=profile.kind,
         region=profile.region,
@@ -84,6 +89,20 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
         reservation_ids_seen=frozenset() if obs is None else obs.reservation_ids_seen,
         pools=views,
     )
+    _share_or_remember_declared(profile, first_ordinal, view)
+    return view
+
+
+def _share_or_remember_declared(profile: ClusterProfile, first_ordinal: int, view: ClusterView) -> None:
+    """Views built from the same (frozen) profile object at the same place share one declared
+    layout, so a new capacity read costs no re-deriving of what the profile says (snapshot.py)."""
+    known = _declared_by_profile.get(id(profile))
+    if known is not None and known[0] is profile and known[1] == first_ordinal:
+        share_declared(view, known[2])
+        return
+    if len(_declared_by_profile) >= MAX_PROFILES_REMEMBERED:
+        _declared_by_profile.clear()
+    _declared_by_profile[id(profile)] = (profile, first_ordinal, view.declared)
 
 
 def build_view(

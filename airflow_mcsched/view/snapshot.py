@@ -24,6 +24,37 @@ def _frozen(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(labels.items()))
 
 
+class DeclaredLayout:
+    """What a profile declares of a cluster and its pools, as a value that hashes once.
+
+    Every cycle looks the view's layout up (plan_cache.py); hashing a hundred clusters' nested
+    tuples each time cost more than deciding one request, so the hash is kept, and views built
+    from the same profile object share one instance, which compares equal by identity first.
+    """
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: tuple) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, DeclaredLayout):
+            return NotImplemented
+        return self._hash == other._hash and self.value == other.value
+
+
+def share_declared(cluster: ClusterView, declared: DeclaredLayout) -> None:
+    """Give a new cluster view the declared layout of an earlier one built from the same profile
+    object at the same place in the fleet (the builder's memo: profiles are frozen models)."""
+    object.__setattr__(cluster, "_declared", declared)
+
+
 @dataclass(frozen=True, slots=True)
 class PoolView:
     """One node pool: what the profile declares (type, network, prices) and what is free now."""
@@ -48,8 +79,8 @@ class PoolView:
         return (self.cluster, self.name)
 
     @property
-    def layout(self) -> tuple:
-        """Everything the pool says except what is free on it (see `GlobalView.layout`); its size is in it."""
+    def declared(self) -> tuple:
+        """What the profile declares of the pool, and its place in the fleet (see `GlobalView.layout`)."""
         return (
             self.cluster,
             self.name,
@@ -64,7 +95,6 @@ class PoolView:
             self.spot_price_per_gpu_hour,
             self.gpu_sharing,
             _frozen(self.labels),
-            self.capacity.allocatable_gpus,  # how many GPUs it has (not how many are free)
         )
 
     def price_for(self, interruptible: bool) -> float:
@@ -94,6 +124,7 @@ class ClusterView:
     pods_pending: int
     reservation_ids_seen: frozenset[str]
     pools: tuple[PoolView, ...]
+    _declared: DeclaredLayout | None = field(init=False, repr=False, compare=False, default=None)
 
     @property
     def healthy(self) -> bool:
@@ -108,24 +139,39 @@ class ClusterView:
         return self.observed_at is None or now - self.observed_at > max_age
 
     @property
+    def declared(self) -> DeclaredLayout:
+        """What the profile declares of the cluster and its pools, worked out once per view object
+        (or shared by the builder between views of one profile: `share_declared`)."""
+        declared = self._declared
+        if declared is None:
+            declared = DeclaredLayout(
+                (
+                    self.name,
+                    self.kind,
+                    self.region,
+                    self.zone,
+                    self.failure_domain,
+                    self.state,
+                    self.suited_for,
+                    self.data.model_dump_json(),  # profile models hold lists: their JSON is their value
+                    tuple(r.model_dump_json() for r in self.reserved),
+                    _frozen(self.labels),
+                    tuple(p.declared for p in self.pools),
+                )
+            )
+            object.__setattr__(self, "_declared", declared)
+        return declared
+
+    @property
     def layout(self) -> tuple:
         """Everything the cluster says except its pools' free capacity, the time of its read and the
         reservations it saw (see `GlobalView.layout`)."""
         return (
-            self.name,
-            self.kind,
-            self.region,
-            self.zone,
-            self.failure_domain,
-            self.state,
-            self.suited_for,
-            self.data.model_dump_json(),  # profile models hold lists: their JSON is their value
-            tuple(r.model_dump_json() for r in self.reserved),
-            _frozen(self.labels),
+            self.declared,
             self.error,
             self.pods_running,
             self.pods_pending,
-            tuple(p.layout for p in self.pools),
+            tuple(p.capacity.allocatable_gpus for p in self.pools),  # how many GPUs (not how many free)
         )
 
     def pool(self, name: str) -> PoolView:

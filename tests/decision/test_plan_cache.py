@@ -228,6 +228,23 @@ def test_layout_leaves_out_only_what_a_capacity_read_changes():
     assert len({base.layout, failed.layout, busier.layout, dearer.layout}) == 4
 
 
+def test_views_of_one_profile_object_share_its_declared_layout_and_equal_profiles_match():
+    """The builder works out what a profile declares once per profile object and place in the
+    fleet; an equal profile made anew (a fleet file read again) gives an equal layout, and one
+    that differs in any declared field, or sits elsewhere in the fleet, another."""
+    profile = cluster("a", pool("gpu", "A100", nodes=2))
+    first = view_of((profile, observe(profile, free={"gpu": [8, 8]})))
+    second = view_of((profile, observe(profile, free={"gpu": [0, 8]})))
+    assert second.clusters[0].declared is first.clusters[0].declared
+    again = cluster("a", pool("gpu", "A100", nodes=2))
+    assert again is not profile
+    assert view_of(again).layout == first.layout
+    relabelled = view_of(cluster("a", pool("gpu", "A100", nodes=2, labels={"room": "b"})))
+    behind = view_of(cluster("z", pool("cpu", None, nodes=1)), profile)
+    assert relabelled.layout != first.layout
+    assert behind.clusters[1].declared != first.clusters[0].declared
+
+
 def test_memory_holds_a_bounded_number_of_layouts():
     views = [random_view(random.Random(seed)) for seed in range(plan_cache.MAX_LAYOUTS + 3)]
     for view in views:

@@ -17,6 +17,8 @@ from airflow_mcsched.replay.openb import TraceJob
 from airflow_mcsched.replay.policies import PLACERS
 from airflow_mcsched.replay.run_store import RunStore, code_fingerprint
 from airflow_mcsched.replay.simulator import replay
+from benchmarks.replay_restamp import compare as remade
+from benchmarks.replay_restamp import stamp
 from tests.replay.conftest import write_pods
 
 
@@ -268,3 +270,29 @@ def test_a_run_store_keeps_baselines_with_backfill_apart_and_shares_the_engines_
     ]
     assert easy[0].median == plain[0].median  # the engine's run, read back
     assert json.loads((tmp_path / "first-fit-easy-seed0.json").read_text())["setting"]["baseline_backfill"] is True
+
+
+def test_kept_runs_are_restamped_only_when_this_code_remakes_them_exactly(fleet, tmp_path):
+    """`benchmarks/replay_restamp.py`: runs made again equal to the kept ones let every kept run take
+    this code's fingerprint (figures untouched); one differing figure, and nothing is stamped."""
+    jobs = [job(f"j{i}", i * 10, 100 + 7 * i, gpus=1 + i % 8) for i in range(8)]
+    kept, fresh = tmp_path / "kept", tmp_path / "fresh"
+    compare(fleet, jobs, ["mcsched", "first-fit"], seeds=2, store=RunStore(kept / "s", {"trace": "t"}))
+    for path in (kept / "s").iterdir():  # as if made by older code
+        data = json.loads(path.read_text())
+        data["setting"]["code"] = "old"
+        path.write_text(json.dumps(data))
+    compare(fleet, jobs, ["mcsched", "first-fit"], seeds=1, store=RunStore(fresh / "s", {"trace": "t"}))
+    compared, differences, codes = remade(fresh, kept)
+    assert (compared, differences) == (2, [])
+    assert codes == {"engine": code_fingerprint("mcsched"), "baselines": code_fingerprint("first-fit")}
+    before = {p.name: json.loads(p.read_text())["summary"] for p in (kept / "s").iterdir()}
+    assert stamp(kept, codes) == 4
+    assert RunStore(kept / "s", {"trace": "t"}).get("first-fit", 1) is not None  # no longer refused
+    assert {p.name: json.loads(p.read_text())["summary"] for p in (kept / "s").iterdir()} == before
+
+    moved = json.loads((fresh / "s" / "mcsched-seed0.json").read_text())
+    moved["summary"]["total_cost"] += 1
+    (fresh / "s" / "mcsched-seed0.json").write_text(json.dumps(moved))
+    _, differences, _ = remade(fresh, kept)
+    assert len(differences) == 1 and "total_cost" in differences[0]
