@@ -5,12 +5,13 @@
 The run store (`airflow_mcsched/replay/run_store.py`) refuses a kept run made by other code. A
 change that cannot move a figure (a faster cache, a refactor) would otherwise throw away hours of
 runs. So: make some runs again with this code (`mcsched replay ... --runs-dir FRESH/<setting>`,
-the same settings as under KEPT), then run this. It compares every run file under FRESH with the
-file of the same setting and name under KEPT: setting (less the code fingerprint) and summary must
-be equal, figure for figure. It prints what it compared and every difference. With `--stamp`, and
-only if nothing differs, every run file under KEPT gets the fingerprint that this code gave the
-fresh runs of its kind (the engine's, or the baselines'); the figures are not touched. Runs of a
-kind that FRESH does not hold are left as they are.
+the same settings as under KEPT), then run this. It compares every run file under FRESH
+(`<setting>/<policy>-seed<s>.json`) with the file of the same setting and name under KEPT:
+setting (less the code fingerprint) and summary must be equal, figure for figure. It prints what
+it compared and every difference. With `--stamp`, and only if nothing differs, every run file
+under KEPT gets the fingerprint that this code gave the fresh runs of its kind (the engine's, or
+the baselines'); the figures are not touched. Runs of a kind that FRESH does not hold are left as
+they are.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _load(path: Path) -> dict:
 def compare(fresh: Path, kept: Path) -> tuple[int, list[str], dict[str, str]]:
     """(runs compared, differences, the fresh runs' fingerprint by kind)."""
     compared, differences, codes = 0, [], {}
-    for path in sorted(fresh.rglob("*.json")):
+    for path in sorted(fresh.glob("*/*-seed*.json")):
         relative = path.relative_to(fresh)
         made = _load(path)
         kind = _kind(path)
@@ -62,7 +63,7 @@ def compare(fresh: Path, kept: Path) -> tuple[int, list[str], dict[str, str]]:
 def stamp(kept: Path, codes: dict[str, str]) -> int:
     """Give every kept run of a kind in `codes` that kind's fingerprint; returns how many changed."""
     changed = 0
-    for path in sorted(kept.rglob("*.json")):
+    for path in sorted(kept.glob("*/*-seed*.json")):
         code = codes.get(_kind(path))
         data = _load(path)
         if code is None or data["setting"].get("code") == code:
