@@ -209,7 +209,9 @@ class AdmissionCycle:
         expected_start = None
         state = self.state
         held = state.head.heads if state.head is not None else []
-        if self.policy.backfill and len(held) < self.policy.backfill_heads and reason is Reason.WAITING_FOR_CAPACITY:
+        policy = self.policy
+        heads = policy.backfill_heads + (policy.backfill_large_heads if ctx.demand.is_large else 0)
+        if policy.backfill and len(held) < heads and reason is Reason.WAITING_FOR_CAPACITY:
             view = state.view
             blocked = [view.pool(r.cluster, r.pool) for _, r in evaluation.judged if _stage(r) == _STAGE_CAPACITY]
             head = hold_for_head(ctx, blocked, held)

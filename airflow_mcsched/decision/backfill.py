@@ -1,7 +1,10 @@
 """Backfill: the first requests that cannot start (up to the policy's `backfill_heads`, in admission
 order) each get a start time held on one pool; later requests start only where they delay none of
 them. Large gangs are not starved by small jobs, nor by another blocked request taking the one
-hold (EASY backfill is the case of one head; more heads approach conservative backfill).
+hold (EASY backfill is the case of one head; more heads approach conservative backfill). Beyond
+those, blocked requests asking 2 GPUs or more get holds too (up to `backfill_large_heads` more):
+a small request starts as soon as any GPU frees, a large one only if it is kept from the small
+ones, so holding room for every blocked small request would only slow the queue down.
 
 Expected ends of running work are the reservations' `expected_end` (granted as now + the request's
 `expected_duration`, else the policy's default for its kind of work). Work past its expected end

@@ -40,6 +40,12 @@ class Demand:
         return self.pods * self.gpus
 
     @property
+    def is_large(self) -> bool:
+        """Two whole GPUs or more in all: it needs GPUs to come free together, so backfill holds room
+        for more such requests than for small ones (`Policy.backfill_large_heads`)."""
+        return self.pods * self.gpus >= 2
+
+    @property
     def gpu_equivalent(self) -> float:
         return self.pods * (self.gpus + self.gpu_milli / MILLI_PER_GPU)
 

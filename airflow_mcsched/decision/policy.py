@@ -138,6 +138,13 @@ class Policy(_Strict):
     backfill_heads: int = Field(
         default=4, ge=1, description="how many blocked requests (in admission order) get capacity held for them"
     )
+    backfill_large_heads: int = Field(
+        default=0,
+        ge=0,
+        description="further blocked requests asking 2 GPUs or more that get capacity held for them beyond "
+        "`backfill_heads`: the work small jobs starve, as each GPU that frees goes to a small one "
+        "(0 until the trace replay backs a default: docs/benchmarks.md)",
+    )
     aging_seconds: float | None = Field(
         default=None, ge=0, description="a request waiting longer goes ahead of its priority class; None = never"
     )

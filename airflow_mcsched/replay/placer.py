@@ -76,6 +76,9 @@ class Placer(ABC):
     shown_waiting: int = 0
     """Offered this many jobs at the front of the queue even when they fit nowhere now (so backfill
     can hold room for them)."""
+    shown_large: int = 0
+    """And the first `shown_waiting` + this many jobs asking 2 GPUs or more, wherever they are in the
+    queue (backfill holds room for more large jobs than for small ones)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)

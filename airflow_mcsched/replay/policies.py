@@ -44,6 +44,7 @@ class Mcsched(Placer):
         super().__init__(seed)
         self.policy = policy
         self.shown_waiting = policy.backfill_heads if policy.backfill else 0
+        self.shown_large = policy.backfill_large_heads if policy.backfill else 0
         self._requests: dict[str, PlacementRequest] = {}
 
     def request_of(self, job: TraceJob) -> PlacementRequest:

@@ -8,7 +8,8 @@ left waiting is offered again only once capacity has been freed (a job ended or 
 arrivals alone never make room. That is exact for the baselines; for the engine it may, rarely,
 delay a start by one instant (a new arrival taking the backfill head could let a parked job in).
 The engine is also shown the jobs at the front of the queue (by priority, then arrival; as many as
-its backfill holds room for), so its backfill keeps capacity for them.
+its backfill holds room for), and the first jobs asking 2 GPUs or more (as many as it holds room
+for beyond those), so its backfill keeps capacity for them.
 """
 
 from __future__ import annotations
@@ -142,10 +143,19 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
                 break
             startable = _StartableNow(state)
             offer = [j for j in pending.values() if j.name not in parked and startable(j)]
-            if placer.shown_waiting:
+            if placer.shown_waiting or placer.shown_large:
                 front = heapq.nsmallest(placer.shown_waiting, pending.values(), key=queue_order)
+                if placer.shown_large:
+                    large = (j for j in pending.values() if j.demand.is_large)
+                    # as many as it could hold room for: those at the front may be large ones too
+                    front += heapq.nsmallest(placer.shown_waiting + placer.shown_large, large, key=queue_order)
                 offered = {j.name for j in offer}
-                offer[:0] = [j for j in front if j.name not in offered]
+                shown = []
+                for j in front:  # a job may be in both lists
+                    if j.name not in offered:
+                        offered.add(j.name)
+                        shown.append(j)
+                offer[:0] = shown
             if not offer:
                 break
             started, preempted = placer.place(state, offer, now)

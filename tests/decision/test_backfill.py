@@ -112,19 +112,22 @@ def gang(rid, minutes_waited, hours=4):
 
 
 @pytest.mark.parametrize(
-    ("heads", "second_gang_start", "small_job"),
+    ("heads", "large_heads", "second_gang_start", "small_job"),
     [
         # one hold (gang1, node 1 at 1h): the small job takes node 0 and gang2 gets no start
-        (1, None, (Outcome.ADMITTED, ("a-gpu-0",))),
+        (1, 0, None, (Outcome.ADMITTED, ("a-gpu-0",))),
         # gang2 holds node 0 from 2h: the small job (until 3h) would delay it, so it waits
-        (4, NOW + 2 * HOUR, (Outcome.WAITING, ())),
+        (4, 0, NOW + 2 * HOUR, (Outcome.WAITING, ())),
+        # one hold for any request, one more for a large one: gang2 gets it
+        (1, 1, NOW + 2 * HOUR, (Outcome.WAITING, ())),
     ],
 )
-def test_each_blocked_gang_gets_its_own_hold(heads, second_gang_start, small_job):
+def test_each_blocked_gang_gets_its_own_hold(heads, large_heads, second_gang_start, small_job):
     """Node 0: 2 free until 2h; node 1: 4 free until 1h."""
     view, running = fleet(free=(2, 4), running_ends=(2 * HOUR, HOUR))
     queue = [gang("gang1", 20), gang("gang2", 10), small("long", 180)]
-    result = decide(view, queue, running, Policy(backfill_heads=heads), NOW)
+    policy = Policy(backfill_heads=heads, backfill_large_heads=large_heads)
+    result = decide(view, queue, running, policy, NOW)
     assert result.decision("gang1").expected_start == NOW + HOUR
     assert result.decision("gang2").expected_start == second_gang_start
     d = result.decision("long")
@@ -147,3 +150,16 @@ def test_a_later_head_is_never_promised_what_an_earlier_one_holds(first_gang_hou
     result = decide(view, queue, running, Policy(backfill_heads=2), NOW)
     assert result.decision("gang1").expected_start == NOW + HOUR
     assert result.decision("gang2").expected_start == second_gang_start
+
+
+def test_holds_beyond_the_first_heads_go_to_large_requests_only():
+    """Both nodes full until 1h and 2h: everything waits. One hold for any request (the first, a
+    one-GPU job); the extra holds skip the second one-GPU job and go to the gang behind it."""
+    view, running = fleet(free=(0, 0), running_ends=(2 * HOUR, HOUR))
+    one_gpu = [request(f"one{i}", gpus=1, arrival=NOW - timedelta(minutes=30 - i)) for i in range(2)]
+    queue = [*one_gpu, gang("gang", 10)]
+    result = decide(view, queue, running, Policy(backfill_heads=1, backfill_large_heads=4), NOW)
+    assert result.decision("one0").expected_start == NOW + HOUR
+    assert result.decision("one1").expected_start is None
+    assert result.decision("gang").expected_start == NOW + 2 * HOUR
+    assert "capacity is held for it" in result.decision("gang").summary

@@ -30,15 +30,17 @@ def crowd():
 
 
 @pytest.mark.parametrize(
-    ("heads", "big2_start"),
+    ("heads", "large_heads", "big2_start"),
     [
-        (1, 6500),  # only big1 is held: small jobs take onprem-a's free half at 1500 s and big2 waits them out
-        (2, 3001),  # big2 holds onprem-a from 3001 s: small jobs that would outlast that keep off it
+        (1, 0, 6500),  # only big1 is held: small jobs take onprem-a's free half at 1500 s and big2 waits them out
+        (2, 0, 3001),  # big2 holds onprem-a from 3001 s: small jobs that would outlast that keep off it
+        (1, 1, 3001),  # the same, from the hold kept for a large job beyond the first head
     ],
 )
-def test_a_second_large_job_keeps_its_room(fleet, heads, big2_start):
-    placer = Mcsched(policy=REPLAY_POLICY.model_copy(update={"backfill_heads": heads}))
-    assert placer.shown_waiting == heads  # the engine sees the jobs it may hold room for
+def test_a_second_large_job_keeps_its_room(fleet, heads, large_heads, big2_start):
+    policy = REPLAY_POLICY.model_copy(update={"backfill_heads": heads, "backfill_large_heads": large_heads})
+    placer = Mcsched(policy=policy)
+    assert (placer.shown_waiting, placer.shown_large) == (heads, large_heads)  # the jobs it may hold room for
     runs = {r.job.name: r for r in replay(fleet, crowd(), placer).runs}
     assert (runs["big1"].start, runs["big1"].cluster) == (2002, "cloud-c")
     assert runs["big2"].start == big2_start
