@@ -21,11 +21,11 @@ import json
 import sys
 from pathlib import Path
 
-from airflow_mcsched.replay.run_store import ENGINE
+from airflow_mcsched.replay.run_store import code_kind, policy_of_run_file
 
 
 def _kind(path: Path) -> str:
-    return "engine" if path.name.startswith(f"{ENGINE}-") else "baselines"
+    return code_kind(policy_of_run_file(path.name))
 
 
 def _load(path: Path) -> dict:

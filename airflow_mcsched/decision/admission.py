@@ -210,7 +210,9 @@ class AdmissionCycle:
         state = self.state
         held = state.head.heads if state.head is not None else []
         policy = self.policy
-        heads = policy.backfill_heads + (policy.backfill_large_heads if ctx.demand.is_large else 0)
+        heads = policy.backfill_heads
+        if ctx.demand.is_large and policy.waited_for_large_hold(ctx.request.arrival, self.now):
+            heads += policy.backfill_large_heads
         if policy.backfill and len(held) < heads and reason is Reason.WAITING_FOR_CAPACITY:
             view = state.view
             blocked = [view.pool(r.cluster, r.pool) for _, r in evaluation.judged if _stage(r) == _STAGE_CAPACITY]

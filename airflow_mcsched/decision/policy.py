@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import yaml
@@ -139,11 +139,18 @@ class Policy(_Strict):
         default=4, ge=1, description="how many blocked requests (in admission order) get capacity held for them"
     )
     backfill_large_heads: int = Field(
-        default=0,
+        default=12,
         ge=0,
         description="further blocked requests asking 2 GPUs or more that get capacity held for them beyond "
-        "`backfill_heads`: the work small jobs starve, as each GPU that frees goes to a small one "
-        "(0 until the trace replay backs a default: docs/benchmarks.md)",
+        "`backfill_heads`, once they have waited `backfill_large_after_seconds`: without them each GPU "
+        "that frees goes to a small job and a large one can wait for days (docs/benchmarks.md)",
+    )
+    backfill_large_after_seconds: float | None = Field(
+        default=3600,
+        ge=0,
+        description="how long a blocked large request waits before it may take one of the "
+        "`backfill_large_heads` holds (None = at once): the few that would starve get room, while "
+        "the many that a freed GPU soon lets in do not make small jobs wait behind holds",
     )
     aging_seconds: float | None = Field(
         default=None, ge=0, description="a request waiting longer goes ahead of its priority class; None = never"
@@ -191,6 +198,11 @@ class Policy(_Strict):
         if requested is not None:
             return requested
         return timedelta(hours=self.default_duration_hours.get(kind, 1.0))
+
+    def waited_for_large_hold(self, arrival: datetime, now: datetime) -> bool:
+        """Has a large request that arrived then waited long enough for a `backfill_large_heads` hold?"""
+        after = self.backfill_large_after_seconds
+        return after is None or (now - arrival).total_seconds() >= after
 
     @property
     def lease(self) -> timedelta:

@@ -87,11 +87,10 @@ class FleetState:
     def view(self, now: datetime) -> GlobalView:
         """The global view now: live capacity, and every running job's pod shown (not counted twice)."""
         clusters = tuple(
-            replace(
-                c,
+            c.read_again(
+                tuple(self._pool_view(p) for p in c.pools),
                 observed_at=now,
                 reservation_ids_seen=frozenset(self._seen[c.name]),
-                pools=tuple(self._pool_view(p) for p in c.pools),
             )
             for c in self._base.clusters
         )

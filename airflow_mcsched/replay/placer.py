@@ -79,6 +79,8 @@ class Placer(ABC):
     shown_large: int = 0
     """And the first `shown_waiting` + this many jobs asking 2 GPUs or more, wherever they are in the
     queue (backfill holds room for more large jobs than for small ones)."""
+    shown_large_after: float | None = None
+    """Only large jobs that have waited this many seconds count for `shown_large` (None: all)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)

@@ -45,6 +45,7 @@ class Mcsched(Placer):
         self.policy = policy
         self.shown_waiting = policy.backfill_heads if policy.backfill else 0
         self.shown_large = policy.backfill_large_heads if policy.backfill else 0
+        self.shown_large_after = policy.backfill_large_after_seconds
         self._requests: dict[str, PlacementRequest] = {}
 
     def request_of(self, job: TraceJob) -> PlacementRequest:

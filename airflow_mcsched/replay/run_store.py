@@ -28,6 +28,23 @@ _ENGINE_IGNORES = ("replay/baselines.py",)
 """Source the engine's runs never execute: a change to a baseline leaves the engine's kept runs valid."""
 
 
+def code_kind(policy: str) -> str:
+    """Which fingerprint a policy's runs carry: the engine's own, or the one every baseline shares."""
+    return "engine" if policy == ENGINE else "baselines"
+
+
+def run_file_name(policy: str, seed: int, baseline_backfill: bool = False) -> str:
+    """`<policy>-seed<s>.json`, `<policy>-easy-seed<s>.json` for a baseline with plain backfill (the
+    engine's backfill is its policy's, so its runs are the same in both comparisons)."""
+    tag = "-easy" if baseline_backfill and code_kind(policy) == "baselines" else ""
+    return f"{policy}{tag}-seed{seed}.json"
+
+
+def policy_of_run_file(name: str) -> str:
+    """The policy whose run a file named by `run_file_name` holds."""
+    return name.rpartition("-seed")[0].removesuffix("-easy")
+
+
 def code_fingerprint(policy: str, root: Path | None = None) -> str:
     """sha256 of the source that decides the figures of `policy`'s runs: a run kept by other code is
     not reused. This module is left out (keeping runs does not change them), and so are the baselines
@@ -60,19 +77,19 @@ class RunStore:
         self.baseline_backfill = baseline_backfill
         self.directory.mkdir(parents=True, exist_ok=True)
         # read now: source edited while a long comparison runs must not be stamped on its runs
-        self._codes = {ENGINE: code_fingerprint(ENGINE), "baselines": code_fingerprint("baselines")}
+        self._codes = {"engine": code_fingerprint(ENGINE), "baselines": code_fingerprint("baselines")}
 
     def setting_of(self, policy: str) -> dict[str, object]:
         """The store's setting plus the fingerprint of the code `policy` runs (and, for a baseline
         with plain backfill, that it had it)."""
-        if policy == ENGINE:
-            return {**self.setting, "code": self._codes[ENGINE]}
+        kind = code_kind(policy)
+        if kind == "engine":
+            return {**self.setting, "code": self._codes[kind]}
         easy = {"baseline_backfill": True} if self.baseline_backfill else {}
-        return {**self.setting, **easy, "code": self._codes["baselines"]}
+        return {**self.setting, **easy, "code": self._codes[kind]}
 
     def _path(self, policy: str, seed: int) -> Path:
-        tag = "-easy" if self.baseline_backfill and policy != ENGINE else ""
-        return self.directory / f"{policy}{tag}-seed{seed}.json"
+        return self.directory / run_file_name(policy, seed, self.baseline_backfill)
 
     def get(self, policy: str, seed: int) -> ReplaySummary | None:
         path = self._path(policy, seed)

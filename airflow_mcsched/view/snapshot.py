@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from airflow_mcsched.access.profiles import (
     ClusterKind,
@@ -162,6 +163,15 @@ class ClusterView:
             object.__setattr__(self, "_declared", declared)
         return declared
 
+    def read_again(self, pools: tuple[PoolView, ...], **reading: Any) -> ClusterView:
+        """The same cluster with new read-time facts (its pools' capacity, `observed_at`, the
+        reservations it saw...), keeping the declared layout already worked out: `pools` must be
+        the same pools with only their capacity changed."""
+        again = replace(self, pools=pools, **reading)
+        if self._declared is not None:
+            share_declared(again, self._declared)
+        return again
+
     @property
     def layout(self) -> tuple:
         """Everything the cluster says except its pools' free capacity, the time of its read and the
@@ -266,6 +276,6 @@ class GlobalView:
         for c in self.clusters:
             if c.name in touched:
                 pools = tuple(replace(p, capacity=changes[p.key]) if p.key in changes else p for p in c.pools)
-                c = replace(c, pools=pools)
+                c = c.read_again(pools)
             clusters.append(c)
         return GlobalView(self.taken_at, tuple(clusters))

@@ -126,7 +126,7 @@ def test_each_blocked_gang_gets_its_own_hold(heads, large_heads, second_gang_sta
     """Node 0: 2 free until 2h; node 1: 4 free until 1h."""
     view, running = fleet(free=(2, 4), running_ends=(2 * HOUR, HOUR))
     queue = [gang("gang1", 20), gang("gang2", 10), small("long", 180)]
-    policy = Policy(backfill_heads=heads, backfill_large_heads=large_heads)
+    policy = Policy(backfill_heads=heads, backfill_large_heads=large_heads, backfill_large_after_seconds=None)
     result = decide(view, queue, running, policy, NOW)
     assert result.decision("gang1").expected_start == NOW + HOUR
     assert result.decision("gang2").expected_start == second_gang_start
@@ -152,14 +152,25 @@ def test_a_later_head_is_never_promised_what_an_earlier_one_holds(first_gang_hou
     assert result.decision("gang2").expected_start == second_gang_start
 
 
-def test_holds_beyond_the_first_heads_go_to_large_requests_only():
+@pytest.mark.parametrize(
+    ("large_after_seconds", "gang_start"),
+    [
+        (None, NOW + 2 * HOUR),  # the extra holds go to large requests at once
+        (600, NOW + 2 * HOUR),  # the gang has waited 10 minutes: long enough
+        (601, None),  # not yet: no hold for it, so small work may still take its room
+    ],
+)
+def test_holds_beyond_the_first_heads_go_to_large_requests_only(large_after_seconds, gang_start):
     """Both nodes full until 1h and 2h: everything waits. One hold for any request (the first, a
-    one-GPU job); the extra holds skip the second one-GPU job and go to the gang behind it."""
+    one-GPU job); the extra holds skip the second one-GPU job and go to the gang behind it, once it
+    has waited `backfill_large_after_seconds`."""
     view, running = fleet(free=(0, 0), running_ends=(2 * HOUR, HOUR))
     one_gpu = [request(f"one{i}", gpus=1, arrival=NOW - timedelta(minutes=30 - i)) for i in range(2)]
     queue = [*one_gpu, gang("gang", 10)]
-    result = decide(view, queue, running, Policy(backfill_heads=1, backfill_large_heads=4), NOW)
+    policy = Policy(backfill_heads=1, backfill_large_heads=4, backfill_large_after_seconds=large_after_seconds)
+    result = decide(view, queue, running, policy, NOW)
     assert result.decision("one0").expected_start == NOW + HOUR
     assert result.decision("one1").expected_start is None
-    assert result.decision("gang").expected_start == NOW + 2 * HOUR
-    assert "capacity is held for it" in result.decision("gang").summary
+    gang_decision = result.decision("gang")
+    assert gang_decision.expected_start == gang_start
+    assert ("capacity is held for it" in gang_decision.summary) is (gang_start is not None)

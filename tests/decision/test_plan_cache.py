@@ -236,6 +236,9 @@ def test_views_of_one_profile_object_share_its_declared_layout_and_equal_profile
     first = view_of((profile, observe(profile, free={"gpu": [8, 8]})))
     second = view_of((profile, observe(profile, free={"gpu": [0, 8]})))
     assert second.clusters[0].declared is first.clusters[0].declared
+    taken = first.with_capacity({("a", "gpu"): second.pool("a", "gpu").capacity})  # as a cycle grants
+    assert taken.pool("a", "gpu").capacity.whole_gpus_free == 8
+    assert taken.clusters[0].declared is first.clusters[0].declared
     again = cluster("a", pool("gpu", "A100", nodes=2))
     assert again is not profile
     assert view_of(again).layout == first.layout

@@ -12,10 +12,11 @@ import airflow_mcsched
 from airflow_mcsched.cli.main import build_parser
 from airflow_mcsched.replay.compare import compare, policy_names
 from airflow_mcsched.replay.fleet import fleet_from_split, pooled
+from airflow_mcsched.replay.fleet_state import FleetState, at
 from airflow_mcsched.replay.metrics import summarise
 from airflow_mcsched.replay.openb import TraceJob
 from airflow_mcsched.replay.policies import PLACERS
-from airflow_mcsched.replay.run_store import RunStore, code_fingerprint
+from airflow_mcsched.replay.run_store import RunStore, code_fingerprint, policy_of_run_file, run_file_name
 from airflow_mcsched.replay.simulator import replay
 from benchmarks.replay_restamp import compare as remade
 from benchmarks.replay_restamp import stamp
@@ -296,3 +297,22 @@ def test_kept_runs_are_restamped_only_when_this_code_remakes_them_exactly(fleet,
     (fresh / "s" / "mcsched-seed0.json").write_text(json.dumps(moved))
     _, differences, _ = remade(fresh, kept)
     assert len(differences) == 1 and "total_cost" in differences[0]
+
+
+def test_fleet_views_keep_the_declared_layout_as_capacity_changes(fleet):
+    """Each simulated instant has a new view; what the profiles declare is worked out once."""
+    state = FleetState(fleet)
+    before = state.view(at(0))
+    assert before.clusters[0].declared is not None  # worked out on this view
+    started, _ = PLACERS["first-fit"]().place(state, [job("a", 0, 10)], 0.0)
+    after = state.view(at(60))
+    assert started == ["a"] and after.pools != before.pools  # the job took a node
+    assert all(a.declared is b.declared for a, b in zip(after.clusters, before.clusters, strict=True))
+
+
+@pytest.mark.parametrize("policy", ["mcsched", "first-fit", "round-robin", "most-free"])
+@pytest.mark.parametrize("baseline_backfill", [False, True])
+def test_a_run_file_name_gives_back_its_policy(policy, baseline_backfill):
+    name = run_file_name(policy, 3, baseline_backfill)
+    assert name.endswith("-seed3.json") and ("-easy-" in name) is (baseline_backfill and policy != "mcsched")
+    assert policy_of_run_file(name) == policy
