@@ -1,6 +1,6 @@
 """Why did the longest-waiting multi-GPU pods of a replay wait? One seed of the engine, traced.
 
-    .venv/bin/python benchmarks/replay_longest_waits.py --variant shipped --load 200 --seed 4 [--top 3] \\
+    .venv/bin/python -m benchmarks.replay_longest_waits --variant shipped --load 200 --seed 4 [--top 3] \\
         [name=value ...]
 
 For each of the `--top` multi-GPU pods that waited longest it prints what the pod asks (GPUs, CPU,
