@@ -20,6 +20,7 @@ from airflow_mcsched.replay.compare import jittered
 from airflow_mcsched.replay.fleet import load_fleet
 from airflow_mcsched.replay.fleet_state import FleetState
 from airflow_mcsched.replay.openb import TraceJob, compress_arrivals, read_jobs
+from airflow_mcsched.replay.placer import accepts
 from airflow_mcsched.replay.policies import Mcsched
 from airflow_mcsched.replay.simulator import JobRun, ReplayRun, replay
 from airflow_mcsched.replay.variants import VARIANTS, variant
@@ -28,10 +29,11 @@ from benchmarks.replay_policy_experiment import TRACES, changed_policy
 
 
 def pools_that_fit(pools: Sequence[PoolView], job: TraceJob) -> dict[PoolKey, int]:
-    """Pool -> how many of its nodes could hold the pod when empty (GPU type, GPUs, CPU, memory)."""
+    """Pool -> how many of its nodes could hold the pod when empty (GPU type and sharing as every
+    policy judges them, then GPUs, CPU and memory per node)."""
     fit = {}
     for p in pools:
-        if job.gpus and (p.gpu_type is None or (job.gpu_types and p.gpu_type not in job.gpu_types)):
+        if not accepts(p, job, job.demand):
             continue
         nodes = sum(
             1
