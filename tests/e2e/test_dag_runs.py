@@ -19,7 +19,8 @@ def placements(deployment, dag_id: str, run_id: str | None = None) -> list[dict]
 def wait_for_placement(deployment, dag_id: str, states: set[str], timeout: float = 90) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = [p for p in placements(deployment, dag_id) if p["state"] in states]
+        # decided: a request is recorded as pending before its first admission cycle explains it
+        found = [p for p in placements(deployment, dag_id) if p["state"] in states and p.get("explanation")]
         if found:
             return found[-1]
         time.sleep(0.5)
