@@ -1,20 +1,23 @@
 """Micro-benchmark of the placement engine: view build, one decision, and a whole admission cycle.
 
-    .venv/bin/python benchmarks/bench_engine.py [--runs 7] [--seed 1] [--weight whole_nodes=0]
+    .venv/bin/python benchmarks/bench_engine.py [--runs 7] [--seed 1] [--weight whole_nodes=0] [--runners-up 0]
 
 Synthetic fleet, seeded: every cluster has an 8-GPU pool, a 4-GPU pool and a CPU pool (12, 8 and
 4 nodes), GPU types and prices drawn from a small catalogue, about half the GPUs in use. The
 queue mixes whole-GPU pods, 8-GPU pods, gangs, GPU shares and CPU-only pods from 10 teams.
-Figures are medians of `--runs` runs, each decision timed three ways: on the same view object as
+Figures are medians of `--runs` runs, each decision timed four ways: on the same view object as
 the run before (what the engine learnt of the view is reused, see decision/plan_cache.py); on a new
-view built from a new capacity read of the same fleet (what a cycle after a sync, or a replay's
-next instant, sees: plans and static scores are reused by layout, node choices are not, since the
-capacity objects are new); and with nothing remembered (the first cycle on a fleet).
+view built from a new capacity read that found the fleet unchanged (a sync between cycles: the view
+builder hands every unchanged pool the capacity object of its last read, so what the engine
+learnt of it still holds); on a new view where a tenth of the pools read differently (one node's
+CPU use changed; those pools are judged again); and with nothing remembered (the first cycle on a
+fleet).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import time
@@ -194,6 +197,33 @@ def new_reads(profiles: list[ClusterProfile], observations: list[ClusterObservat
     return [build_view(profiles, observations, NOW) for _ in range(n)]
 
 
+def changed_reads(
+    profiles: list[ClusterProfile], observations: list[ClusterObservation], n: int, rng: random.Random
+) -> list[GlobalView]:
+    """Views built anew where a tenth of the pools (drawn per view) read differently: the first node
+    of each drawn pool has a little more CPU in use than in any read before (so its capacity is new)."""
+    pools = [(o.cluster, node.pool) for o in observations for node in o.nodes]
+    pools = list(dict.fromkeys(pools))
+    views = []
+    for _ in range(n):
+        drawn = set(rng.sample(pools, len(pools) // 10))
+        changed = []
+        for o in observations:
+            nodes, done = list(o.nodes), set()
+            for i, node in enumerate(nodes):
+                key = (o.cluster, node.pool)
+                if key in drawn and key not in done:
+                    done.add(key)
+                    more = node.cpu_milli_requested + next(_reads_changed)
+                    nodes[i] = dataclasses.replace(node, cpu_milli_requested=more)
+            changed.append(dataclasses.replace(o, nodes=tuple(nodes)))
+        views.append(build_view(profiles, changed, NOW))
+    return views
+
+
+_reads_changed = iter(range(1, 10**9))  # each changed read differs from every read before it
+
+
 def median_per_view(
     fn: Callable[[GlobalView], object], views: list[GlobalView], forget: bool = False
 ) -> tuple[float, float]:
@@ -213,18 +243,29 @@ def main() -> None:
     parser.add_argument(
         "--weight", action="append", default=[], metavar="SCORE=W", help="a score weight other than the default"
     )
+    parser.add_argument(
+        "--runners-up", type=int, default=None, help="runners-up explained per admission (default: the policy's)"
+    )
     args = parser.parse_args()
     weights = {name: float(w) for name, w in (item.split("=", 1) for item in args.weight)}
     policy = Policy(weights=weights)
+    if args.runners_up is not None:
+        policy = policy.model_copy(update={"runners_up": args.runners_up})
+        print(f"runners-up: {policy.runners_up}")
     if weights:
         print(f"score weights: {policy.weights.model_dump()}")
     singles = max(args.runs, 21)
     print(f"medians of {args.runs} runs (single request: of {singles}); wall ms / CPU ms")
     print(
-        "same view: decided again on the view of the run before; new read: a view built anew from the "
-        "same reads; nothing kept: the engine's memory dropped first"
+        "same view: decided again on the view of the run before; new read: a view built anew from "
+        "reads that found the fleet unchanged; 10% changed: a tenth of the pools read differently; "
+        "nothing kept: the engine's memory dropped first"
     )
-    heads = [f"{what}{how}" for what in ("1 request", "steps", "random") for how in ("", " new read", " nothing")]
+    heads = [
+        f"{what}{how}"
+        for what in ("1 request", "steps", "random")
+        for how in ("", " new read", " 10% changed", " nothing")
+    ]
     print(
         f"{'clusters':>8} {'pools':>6} {'nodes':>6} {'view build':>13} "
         + " ".join(f"{h:>15} {'decisions/s':>11}" for h in heads)
@@ -249,8 +290,9 @@ def main() -> None:
             run(view)  # what the view teaches the engine, learnt before the "same view" runs
             same = median_seconds(lambda run=run, view=view: run(view), runs)
             new = median_per_view(run, new_reads(profiles, observations, runs))
+            changed = median_per_view(run, changed_reads(profiles, observations, runs, rng))
             nothing = median_per_view(run, new_reads(profiles, observations, runs), forget=True)
-            figures += [(same, len(queue)), (new, len(queue)), (nothing, len(queue))]
+            figures += [(same, len(queue)), (new, len(queue)), (changed, len(queue)), (nothing, len(queue))]
         admitted = len(decide(view, templated, running, policy, NOW).reservations)
         nodes = sum(len(p.capacity.nodes) for p in view.pools)
 

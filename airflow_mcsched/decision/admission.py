@@ -16,6 +16,7 @@ from airflow_mcsched.decision.candidates import Evaluation, evaluate
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.cycle_state import CycleState
 from airflow_mcsched.decision.filters import DEFAULT_FILTERS, Filter
+from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.decision.outcome import (
     AdmissionResult,
     Outcome,
@@ -285,4 +286,5 @@ def decide(
     not show yet are taken from its free capacity. Each request is then admitted (a new
     reservation), preempting (victims named), or waiting (each cluster's or pool's reason).
     """
-    return AdmissionCycle(view, reservations, policy, now, plugins).run(queue)
+    with collector_paused():  # see gc_pause.py: a cycle's objects all live until it returns
+        return AdmissionCycle(view, reservations, policy, now, plugins).run(queue)

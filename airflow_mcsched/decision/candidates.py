@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from airflow_mcsched.decision.candidate_plan import CandidatePlan
 from airflow_mcsched.decision.context import RequestContext
@@ -40,11 +41,11 @@ class Evaluation:
             return self.plan.lasting_rejections
         merged = [*self.plan.rejections, *self.judged]
         merged.sort(key=_position)
-        return tuple(r for _, r in merged)
+        return tuple(map(_rejection, merged))
 
 
-def _position(entry: tuple[int, Rejection]) -> int:
-    return entry[0]
+_position = itemgetter(0)  # a fleet position: (position, rejection) pairs sort by it alone
+_rejection = itemgetter(1)
 
 
 def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score], want: int = 1) -> Evaluation:
@@ -93,7 +94,7 @@ def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
         capacity = changed.get(ordinal) or overlay.capacity(pool)
         rejection = live_rejection(ctx, setup, cluster, pool, capacity, None)
         if rejection is None:
-            verdict, _ = exact(ctx, setup, cluster, pool, capacity)
+            (verdict, _), _ = exact(ctx, setup, cluster, pool, capacity)
             if isinstance(verdict, Rejection):
                 rejection = (ordinal, verdict)
             else:

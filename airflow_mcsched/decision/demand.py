@@ -43,7 +43,7 @@ class Demand:
     def is_large(self) -> bool:
         """Two whole GPUs or more in all: it needs GPUs to come free together, so backfill holds room
         for more such requests than for small ones (`Policy.backfill_large_heads`)."""
-        return self.pods * self.gpus >= 2
+        return self.whole_gpus_total >= 2
 
     @property
     def gpu_equivalent(self) -> float:

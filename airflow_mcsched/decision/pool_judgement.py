@@ -63,6 +63,8 @@ class Setup:
     capacity object, shared with later cycles (what per-cycle scores do not touch is not redone)."""
     scored: dict[tuple[int, int, bool], tuple] = field(default_factory=dict)
     """Scored candidates by fleet position, capacity object and figures or not (score_breakdown.py)."""
+    static_parts: dict[tuple[int, bool], tuple] = field(default_factory=dict)
+    """The static scores' parts by fleet position and figures or not (score_breakdown.py)."""
     summaries: dict[tuple[int, ...], tuple] = field(default_factory=dict)
     """Admitted summaries by the identity of the candidates they name (admission.py)."""
 
@@ -102,6 +104,7 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         ranking_key=(template.ranking_key, key[2:]),
         per_cycle_at=template.per_cycle_at,
         lasting_memo=template.lasting_memo,
+        static_parts=template.static_parts,  # they read no per-cycle score
     )
     return setup
 
@@ -140,8 +143,9 @@ def _merged(setup: Setup, lasting: tuple[float, ...], per_cycle: list[float]) ->
 
 
 def _lasting(setup: Setup, pool: PoolView, capacity: PoolCapacity) -> tuple:
-    """(capacity, fit verdict without per-cycle values or None, their upper bounds or None), from the
-    memo shared across cycles; (capacity, None, None) when nothing is known yet."""
+    """(capacity, fit verdict without per-cycle values or None, their upper bounds and the bounds'
+    weighted sum or None), from the memo shared across cycles; (capacity, None, None) when nothing
+    is known yet."""
     known = setup.lasting_memo.get((pool.ordinal, id(capacity)))
     if known is None or known[0] is not capacity:
         return (capacity, None, None)
@@ -186,14 +190,19 @@ def _remember(memo: dict[tuple[int, int], tuple], key: tuple[int, int], entry: t
     memo[key] = entry
 
 
-def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Verdict:
+def exact(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
+) -> tuple[Verdict, float]:
+    """The pool's verdict, and the weighted sum of its dynamic values (0 for a rejection)."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
     if known is not None and known[0] is capacity and known[1] is not None:
-        return known[1]
+        return known[1], known[2]
     verdict = _fit(ctx, setup, cluster, pool, capacity)
-    _remember(setup.memo, key, (capacity, verdict, None))
-    return verdict
+    values = verdict[1]
+    total = 0.0 if values is None else weighted(values, setup.plan.dynamic_scores)
+    _remember(setup.memo, key, (capacity, verdict, total))
+    return verdict, total
 
 
 def optimistic(
@@ -203,28 +212,41 @@ def optimistic(
     the pool is known not to fit the request."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
-    dynamic = setup.plan.dynamic_scores
     if known is not None and known[0] is capacity:
         if known[1] is not None:
-            values = known[1][1]
-            return -1.0 if values is None else weighted(values, dynamic)
+            return -1.0 if known[1][1] is None else known[2]
         return known[2]
+    dynamic = setup.plan.dynamic_scores
     if setup.lasting_memo is None:
-        bounds = [s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic]
+        bound = weighted([s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic], dynamic)
     else:
         known = _lasting(setup, pool, capacity)
         if known[1] is not None and known[1][1] is None:  # an earlier cycle found it does not fit
-            _remember(setup.memo, key, (capacity, known[1], None))
+            _remember(setup.memo, key, (capacity, known[1], 0.0))
             return -1.0
         lasting = known[2]
         if lasting is None:
-            lasting = tuple(s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic if not s.per_cycle)
+            bounds = tuple(s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic if not s.per_cycle)
+            lasting = (bounds, weighted(bounds, [d for d in dynamic if not d[0].per_cycle]))
             _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), (capacity, known[1], lasting))
         now = [dynamic[i][0].upper_bound(ctx, cluster, pool, capacity) for i in setup.per_cycle_at]
-        bounds = _merged(setup, lasting, now)
-    bound = weighted(bounds, dynamic)
+        bound = _with_per_cycle(setup, lasting, now)
     _remember(setup.memo, key, (capacity, None, bound))
     return bound
+
+
+def _with_per_cycle(setup: Setup, lasting: tuple[tuple[float, ...], float], per_cycle: list[float]) -> float:
+    """`weighted` of the lasting and per-cycle values merged, from the lasting ones' weighted sum
+    when the per-cycle scores come last (the sum runs in the same order, so it is the same number)."""
+    bounds, prefix = lasting
+    at = setup.per_cycle_at
+    dynamic = setup.plan.dynamic_scores
+    if at[0] != len(bounds):
+        return weighted(_merged(setup, bounds, per_cycle), dynamic)
+    total = prefix
+    for i, v in zip(at, per_cycle, strict=True):
+        total += v * dynamic[i][1]
+    return total
 
 
 def weighted(values: Sequence[float], scores: Sequence[tuple[Score, float]]) -> float:

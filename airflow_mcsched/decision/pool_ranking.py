@@ -14,7 +14,7 @@ from heapq import heappop, heappush
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import Rejection
-from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, optimistic, weighted
+from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, optimistic
 from airflow_mcsched.view.overlay import CapacityOverlay
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 
@@ -93,7 +93,6 @@ class PoolRanking:
         heap, level, version, judged_on = self._heap, self._level, self._version, self._judged_on
         found: list[Feasible] = []
         put_back = []
-        dynamic = setup.plan.dynamic_scores
         while heap and len(found) < want:
             entry = heappop(heap)
             _, ordinal, entry_version = entry
@@ -114,11 +113,11 @@ class PoolRanking:
                 if heap and entry > heap[0]:
                     heappush(heap, entry)
                     continue
-            pods, values = exact(ctx, setup, cluster, pool, capacity)
+            (pods, values), dynamic_total = exact(ctx, setup, cluster, pool, capacity)
             if isinstance(pods, Rejection):
                 level[ordinal] = _INFEASIBLE  # out until its capacity changes
                 continue
-            total = -(neg_static - weighted(values, dynamic))
+            total = -(neg_static - dynamic_total)
             if state == _BOUNDED:
                 level[ordinal] = _EXACT
                 entry = (-total, ordinal, entry_version)

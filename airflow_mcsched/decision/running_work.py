@@ -8,18 +8,29 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.snapshot import PoolKey
 
 
 class RunningWork:
-    __slots__ = ("_by_pool", "_domain_of", "_interruptible", "_pool_versions", "_spread", "_stopping_for", "by_id")
+    __slots__ = (
+        "_by_pool",
+        "_domain_of",
+        "_interruptible",
+        "_latest_ends",
+        "_pool_versions",
+        "_spread",
+        "_stopping_for",
+        "by_id",
+    )
 
     def __init__(self, reservations: Iterable[Reservation], domain_of: Callable[[str], str | None]) -> None:
         self.by_id: dict[str, Reservation] = {r.id: r for r in reservations}
         self._domain_of = domain_of
         self._by_pool: dict[PoolKey, dict[str, Reservation]] | None = None
+        self._latest_ends: dict[PoolKey, dict[str, datetime]] = {}
         self._interruptible: dict[PoolKey | None, Counter[int]] | None = None
         self._stopping_for: Counter[str] | None = None
         self._spread: dict[str, Counter[str]] | None = None
@@ -49,6 +60,12 @@ class RunningWork:
                 self._by_pool[r.key][r.id] = r
             else:
                 self._by_pool[r.key].pop(r.id, None)
+        ends = self._latest_ends.get(r.key)
+        if ends is not None:
+            if step > 0:
+                _later(ends, r)
+            else:  # the latest end may have been this one's: made again when next asked
+                del self._latest_ends[r.key]
         if self._interruptible is not None and r.interruptible and r.preempted_by is None:
             for key in (None, r.key):
                 counts = self._interruptible[key]
@@ -65,7 +82,7 @@ class RunningWork:
     # -- reading -----------------------------------------------------------------------------
     def pool_version(self, key: PoolKey) -> int:
         """Grows whenever work is added to or removed from the pool during the cycle."""
-        return self._pool_versions[key]
+        return self._pool_versions.get(key, 0)  # not [key]: a Counter's missing key is a Python-level call
 
     def in_pool(self, key: PoolKey) -> Iterable[Reservation]:
         if self._by_pool is None:
@@ -73,6 +90,16 @@ class RunningWork:
             for r in self.by_id.values():
                 self._by_pool[r.key][r.id] = r
         return self._by_pool.get(key, {}).values()
+
+    def latest_ends(self, key: PoolKey) -> dict[str, datetime]:
+        """Node -> the latest expected end of the work on it, in one pool: made when first asked, then
+        kept up to date as work is granted there (a grant only moves ends later)."""
+        ends = self._latest_ends.get(key)
+        if ends is None:
+            ends = self._latest_ends[key] = {}
+            for r in self.in_pool(key):
+                _later(ends, r)
+        return ends
 
     def lowest_interruptible_priority(self, key: PoolKey | None) -> float:
         """Lowest priority of running interruptible work not already being stopped, in one pool or
@@ -102,3 +129,11 @@ class RunningWork:
                     if domain is not None:
                         self._spread[r.spread_group][domain] += 1
         return {d for d, n in self._spread.get(group, Counter()).items() if n > 0}
+
+
+def _later(ends: dict[str, datetime], r: Reservation) -> None:
+    end = r.expected_end
+    for a in r.pods:
+        known = ends.get(a.node)
+        if known is None or known < end:
+            ends[a.node] = end

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from airflow_mcsched.decision.candidate_plan import CandidatePlan
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import ScoredCandidate, ScorePart
 from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Feasible, Setup
@@ -10,31 +9,49 @@ from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Feasible, Se
 _new = tuple.__new__
 
 
-def scored_candidate(
-    ctx: RequestContext, plan: CandidatePlan, f: Feasible, with_figures: bool = True
-) -> ScoredCandidate:
+def scored_candidate(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: bool = True) -> ScoredCandidate:
     """Score = weighted mean of the score values, in [0, 1]; each part keeps its value and weight, and
     (`with_figures`, for the chosen pool) the figures behind it."""
     cluster, pool = f.cluster, f.pool
-    scores = (*plan.static_scores, *plan.dynamic_scores)
-    values = (*f.static_values, *f.dynamic_values)
+    dynamic = setup.plan.dynamic_scores
     # ScoreParts made as the tuples they are, without their Python-level constructor: many are made
     if with_figures:
         capacity, pods = f.capacity, f.pods
         parts = [
             _new(ScorePart, (s.name, v, w, s.explain(ctx, cluster, pool, capacity, pods)))
-            for (s, w), v in zip(scores, values, strict=True)
+            for (s, w), v in zip(dynamic, f.dynamic_values, strict=True)
         ]
     else:
-        parts = [_new(ScorePart, (s.name, v, w, ())) for (s, w), v in zip(scores, values, strict=True)]
+        parts = [_new(ScorePart, (s.name, v, w, ())) for (s, w), v in zip(dynamic, f.dynamic_values, strict=True)]
     return ScoredCandidate(
         cluster=cluster.name,
         pool=pool.name,
-        score=f.total / plan.weight_sum,
-        parts=tuple(parts),
+        score=f.total / setup.plan.weight_sum,
+        parts=(*_static_parts(ctx, setup, f, with_figures), *parts),
         price_per_gpu_hour=pool.price_for(ctx.request.interruptible),
         pods=f.pods,
     )
+
+
+def _static_parts(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: bool) -> tuple[ScorePart, ...]:
+    """The static scores' parts of a pool, made once per setup: their values and figures, like the
+    plan's static columns, read the request's signature and the pool, never its capacity
+    (scores/base.py), so a grant in the pool changes only the dynamic parts."""
+    key = (f.pool.ordinal, with_figures)
+    known = setup.static_parts.get(key)
+    if known is None:
+        cluster, pool, capacity, pods = f.cluster, f.pool, f.capacity, f.pods
+        static = zip(setup.plan.static_scores, f.static_values, strict=True)
+        if with_figures:
+            known = tuple(
+                _new(ScorePart, (s.name, v, w, s.explain(ctx, cluster, pool, capacity, pods))) for (s, w), v in static
+            )
+        else:
+            known = tuple(_new(ScorePart, (s.name, v, w, ())) for (s, w), v in static)
+        if len(setup.static_parts) >= MAX_REMEMBERED:
+            setup.static_parts.clear()
+        setup.static_parts[key] = known
+    return known
 
 
 def remembered_candidate(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: bool) -> ScoredCandidate:
@@ -45,7 +62,7 @@ def remembered_candidate(ctx: RequestContext, setup: Setup, f: Feasible, with_fi
     known = setup.scored.get(key)
     if known is not None and known[0] is f.capacity:  # held in the entry: its id is its own
         return known[1]
-    scored = scored_candidate(ctx, setup.plan, f, with_figures)
+    scored = scored_candidate(ctx, setup, f, with_figures)
     if len(setup.scored) >= MAX_REMEMBERED:
         setup.scored.clear()
     setup.scored[key] = (f.capacity, scored)

@@ -79,11 +79,14 @@ class Placer(ABC):
     shown_large: int = 0
     """And the first `shown_waiting` + this many jobs asking 2 GPUs or more, wherever they are in the
     queue (backfill holds room for more large jobs than for small ones)."""
-    shown_large_after: float | None = None
-    """Only large jobs that have waited this many seconds count for `shown_large` (None: all)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
+
+    def waited_for_large_hold(self, job: TraceJob, now: float) -> bool:
+        """Has this large job waited long enough to count for `shown_large`? A placer that shows
+        large jobs says by its own rule (the engine's: `Policy.waited_for_large_hold`)."""
+        return True
 
     @abstractmethod
     def place(self, fleet: FleetState, pending: Sequence[TraceJob], now: float) -> tuple[list[str], list[str]]: ...

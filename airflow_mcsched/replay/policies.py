@@ -45,8 +45,10 @@ class Mcsched(Placer):
         self.policy = policy
         self.shown_waiting = policy.backfill_heads if policy.backfill else 0
         self.shown_large = policy.backfill_large_heads if policy.backfill else 0
-        self.shown_large_after = policy.backfill_large_after_seconds
         self._requests: dict[str, PlacementRequest] = {}
+
+    def waited_for_large_hold(self, job: TraceJob, now: float) -> bool:
+        return self.policy.waited_for_large_hold(at(job.arrival), at(now))
 
     def request_of(self, job: TraceJob) -> PlacementRequest:
         request = self._requests.get(job.name)

@@ -146,8 +146,7 @@ def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> Repl
             if placer.shown_waiting or placer.shown_large:
                 front = heapq.nsmallest(placer.shown_waiting, pending.values(), key=queue_order)
                 if placer.shown_large:
-                    after = now - (placer.shown_large_after or 0.0)
-                    large = (j for j in pending.values() if j.demand.is_large and j.arrival <= after)
+                    large = (j for j in pending.values() if j.demand.is_large and placer.waited_for_large_hold(j, now))
                     # as many as it could hold room for: those at the front may be large ones too
                     front += heapq.nsmallest(placer.shown_waiting + placer.shown_large, large, key=queue_order)
                 offered = {j.name for j in offer}

@@ -16,6 +16,11 @@ MAX_PROFILES_REMEMBERED = 4096
 
 _declared_by_profile: dict[int, tuple[ClusterProfile, int, DeclaredLayout]] = {}
 
+MAX_POOLS_REMEMBERED = 65536
+"""Pools whose last capacity object is kept for the next read (see `_capacity_of`)."""
+
+_last_capacity: dict[tuple[str, str], PoolCapacity] = {}
+
 
 def _pool_for(node: NodeObservation, pools: Mapping[str, NodePool], profile: ClusterProfile) -> str | None:
     """The pool a node belongs to: its pool label, else the first pool of its GPU type (CPU pool if none)."""
@@ -67,7 +72,7 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
             spot_price_per_gpu_hour=p.spot_price_per_gpu_hour,
             gpu_sharing=p.gpu_sharing,
             labels=p.labels,
-            capacity=PoolCapacity.of(by_pool[p.name], p.gpus_per_node, excluded[p.name]),
+            capacity=_capacity_of(profile.name, p, tuple(by_pool[p.name]), excluded[p.name]),
         )
         for i, p in enumerate(profile.node_pools)
     )
@@ -91,6 +96,27 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
     )
     _share_or_remember_declared(profile, first_ordinal, view)
     return view
+
+
+def _capacity_of(cluster: str, pool: NodePool, nodes: tuple[NodeCapacity, ...], excluded: int) -> PoolCapacity:
+    """The pool's capacity; the very object of its last read when this read found its nodes as they
+    were. The engine remembers what it worked out per capacity object (node choices, scores, its
+    ranking of pools: decision/plan_cache.py), so after a sync that object keeps all of that for
+    every pool the sync found unchanged, and only changed pools are judged again."""
+    key = (cluster, pool.name)
+    last = _last_capacity.get(key)
+    if (
+        last is not None
+        and last.nodes == nodes
+        and last.gpus_per_node == pool.gpus_per_node
+        and last.nodes_excluded == excluded
+    ):
+        return last
+    capacity = PoolCapacity.of(nodes, pool.gpus_per_node, excluded)
+    if len(_last_capacity) >= MAX_POOLS_REMEMBERED:
+        _last_capacity.clear()
+    _last_capacity[key] = capacity
+    return capacity
 
 
 def _share_or_remember_declared(profile: ClusterProfile, first_ordinal: int, view: ClusterView) -> None:

@@ -117,10 +117,11 @@ class WholeNodeScore(Score):
     per_cycle = True
 
     def __init__(self) -> None:
-        # (weak ref to the cycle, token, GPUs of the fleet's largest node, pool -> (work version,
-        # node -> seconds busy)); replaced, never changed in place, so concurrent cycles each read
-        # their own. The token stands for the cycle in the signature (values are not remembered
-        # beyond it); the cycle itself is not kept alive (nor its view).
+        # (weak ref to the cycle, token, GPUs of the fleet's largest node, costs measured in the
+        # cycle); replaced, never changed in place, so concurrent cycles each read their own. The
+        # token stands for the cycle in the signature (values are not remembered beyond it); the
+        # cycle itself is not kept alive (nor its view). The ends of running work are the cycle's
+        # (`RunningWork.latest_ends`).
         self._known: tuple[Callable[[], object], object, int, dict] = (lambda: None, None, 1, {})
 
     def signature(self, ctx):
@@ -133,37 +134,24 @@ class WholeNodeScore(Score):
             known = self._known = (weakref.ref(ctx.cycle), object(), max(1, largest), {})
         return known
 
-    def _busy_for(self, ctx, pool, busy_by_pool: dict) -> dict[str, float]:
-        """Node -> seconds from now until the last of our work on it is expected to end (0 = past it)."""
-        version = ctx.cycle.running.pool_version(pool.key)
-        known = busy_by_pool.get(pool.key)
-        if known is not None and known[0] == version:
-            return known[1]
-        now = ctx.now
-        busy: dict[str, float] = {}
-        for r in ctx.cycle.running_in(pool.key):
-            left = max(0.0, (r.expected_end - now).total_seconds())
-            for a in r.pods:
-                if busy.get(a.node, -1.0) < left:
-                    busy[a.node] = left
-        busy_by_pool[pool.key] = (version, busy)
-        return busy
-
     def _cost(self, ctx, pool, capacity, pods) -> float:
-        _, _, largest, busy_by_pool = self._for_cycle(ctx)
+        largest = self._for_cycle(ctx)[2]
         d = ctx.demand
+        per_pod = d.gpus if d.gpus else d.gpu_milli / MILLI_PER_GPU
         taken: dict[str, float] = {}
         for a in pods:
-            taken[a.node] = taken.get(a.node, 0.0) + (d.gpus if d.gpus else d.gpu_milli / MILLI_PER_GPU)
+            taken[a.node] = taken.get(a.node, 0.0) + per_pod
         seconds = max(1.0, ctx.duration.total_seconds())
-        busy = self._busy_for(ctx, pool, busy_by_pool)
+        ends = ctx.cycle.running.latest_ends(pool.key)
+        now = ctx.now
         worst = 0.0
         for name, gpus in taken.items():
             node = capacity.node(name)
             if node is None or not node.gpus:
                 continue
-            if name in busy:
-                until = busy[name]
+            end = ends.get(name)
+            if end is not None:  # seconds until the last of our work on it is expected to end (0: past it)
+                until = max(0.0, (end - now).total_seconds())
             elif node.whole_gpus_free == node.gpus:
                 until = 0.0  # nothing runs and every GPU is free: the pod opens an empty node
             else:
@@ -173,7 +161,18 @@ class WholeNodeScore(Score):
         return worst
 
     def measure(self, ctx, cluster, pool, capacity, pods):
-        return 1 - self._cost(ctx, pool, capacity, pods)
+        cost = self._cost(ctx, pool, capacity, pods)
+        measured = self._for_cycle(ctx)[3]
+        if len(measured) >= 4096:
+            measured.clear()
+        measured[id(pods)] = (pods, capacity, ctx.demand, ctx.duration, cost)
+        return 1 - cost
 
     def explain(self, ctx, cluster, pool, capacity, pods):
-        return (("stranded_node_fraction", round(self._cost(ctx, pool, capacity, pods), 4)),)
+        """The cost `measure` found for these very pods, else worked out again."""
+        known = self._for_cycle(ctx)[3].get(id(pods))
+        if known is not None and known[:4] == (pods, capacity, ctx.demand, ctx.duration):
+            cost = known[4]
+        else:
+            cost = self._cost(ctx, pool, capacity, pods)
+        return (("stranded_node_fraction", round(cost, 4)),)
