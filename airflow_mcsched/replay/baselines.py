@@ -43,6 +43,8 @@ class RuleBasedPlacer(Placer):
     """Queue order; for each job, the pools its rule lists, the first where the node chooser fits it
     (and, with backfill, where it does not delay the head's held start)."""
 
+    takes_plain_backfill = True
+
     def __init__(self, seed: int = 0, backfill: bool = False) -> None:
         super().__init__(seed)
         self.backfill = backfill

@@ -33,8 +33,9 @@ def _one(
     """One policy over one seed's arrivals (a process of its own when runs are spread over several);
     `baseline_backfill`: a baseline runs plain EASY backfill (see replay/baselines.py)."""
     on = pooled(fleet) if name == "pooled" else fleet
-    options = {"backfill": True} if baseline_backfill and name != ENGINE else {}
-    return summarise(replay(on, jittered(jobs, seed), PLACERS[name](seed=seed, **options)))
+    placer = PLACERS[name]
+    options = {"backfill": True} if baseline_backfill and placer.takes_plain_backfill else {}
+    return summarise(replay(on, jittered(jobs, seed), placer(seed=seed, **options)))
 
 
 def compare(

@@ -76,6 +76,9 @@ class Placer(ABC):
     shown_waiting: int = 0
     """Offered this many jobs at the front of the queue even when they fit nowhere now (so backfill
     can hold room for them)."""
+    takes_plain_backfill: ClassVar[bool] = False
+    """`mcsched replay --baseline-backfill` makes it with `backfill=True` (plain EASY backfill): the
+    baselines' option; the engine holds room by its own policy instead."""
     shown_large: int = 0
     """And the first `shown_waiting` + this many jobs asking 2 GPUs or more, wherever they are in the
     queue (backfill holds room for more large jobs than for small ones)."""

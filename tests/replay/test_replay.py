@@ -82,7 +82,7 @@ def test_shares_pack_onto_one_gpu(fleet):
 @pytest.mark.parametrize("backfill", [False, True])
 @pytest.mark.parametrize("policy", list(PLACERS))
 def test_every_policy_runs_every_placeable_job(fleet, policy, backfill):
-    if backfill and policy == "mcsched":
+    if backfill and not PLACERS[policy].takes_plain_backfill:
         pytest.skip("the engine's backfill is its policy's, not a baseline option")
     jobs = [job(f"j{i}", i * 5, 60, gpus=(i % 3) * 2 + 1, team=i % 5) for i in range(12)]
     jobs.append(job("cpu", 3, 30, gpus=0))
