@@ -117,21 +117,20 @@ class WholeNodeScore(Score):
     per_cycle = True
 
     def __init__(self) -> None:
-        # (weak ref to the cycle, token, GPUs of the fleet's largest node, costs measured in the
-        # cycle); replaced, never changed in place, so concurrent cycles each read their own. The
-        # token stands for the cycle in the signature (values are not remembered beyond it); the
-        # cycle itself is not kept alive (nor its view). The ends of running work are the cycle's
-        # (`RunningWork.latest_ends`).
-        self._known: tuple[Callable[[], object], object, int, dict] = (lambda: None, None, 1, {})
+        # (weak ref to the cycle, token, GPUs of the fleet's largest node); replaced, never changed
+        # in place, so concurrent cycles each read their own. The token stands for the cycle in the
+        # signature (values are not remembered beyond it); the cycle itself is not kept alive (nor
+        # its view). The ends of running work are the cycle's (`RunningWork.latest_ends`).
+        self._known: tuple[Callable[[], object], object, int] = (lambda: None, None, 1)
 
     def signature(self, ctx):
         return (ctx.demand, ctx.duration, self._for_cycle(ctx)[1])
 
-    def _for_cycle(self, ctx) -> tuple[Callable[[], object], object, int, dict]:
+    def _for_cycle(self, ctx) -> tuple[Callable[[], object], object, int]:
         known = self._known
         if known[0]() is not ctx.cycle:
             largest = max((p.gpus_per_node for p in ctx.cycle.view.pools), default=0)
-            known = self._known = (weakref.ref(ctx.cycle), object(), max(1, largest), {})
+            known = self._known = (weakref.ref(ctx.cycle), object(), max(1, largest))
         return known
 
     def _cost(self, ctx, pool, capacity, pods) -> float:
@@ -161,18 +160,7 @@ class WholeNodeScore(Score):
         return worst
 
     def measure(self, ctx, cluster, pool, capacity, pods):
-        cost = self._cost(ctx, pool, capacity, pods)
-        measured = self._for_cycle(ctx)[3]
-        if len(measured) >= 4096:
-            measured.clear()
-        measured[id(pods)] = (pods, capacity, ctx.demand, ctx.duration, cost)
-        return 1 - cost
+        return 1 - self._cost(ctx, pool, capacity, pods)
 
     def explain(self, ctx, cluster, pool, capacity, pods):
-        """The cost `measure` found for these very pods, else worked out again."""
-        known = self._for_cycle(ctx)[3].get(id(pods))
-        if known is not None and known[:4] == (pods, capacity, ctx.demand, ctx.duration):
-            cost = known[4]
-        else:
-            cost = self._cost(ctx, pool, capacity, pods)
-        return (("stranded_node_fraction", round(cost, 4)),)
+        return (("stranded_node_fraction", round(self._cost(ctx, pool, capacity, pods), 4)),)
