@@ -53,6 +53,7 @@ class CycleState:
         # and what only this cycle may use: it depends on the grants and the running work
         self.rankings: dict[tuple, object] = {}
         self.setups: dict[tuple, object] = {}  # setups with per-cycle scores (pool_judgement.py)
+        self.fit_memos: dict[tuple, dict] = {}  # and the verdicts they share (pool_judgement.py)
         self.no_victims: dict[tuple, dict[int, tuple]] = {}
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
         self.fits_nowhere: dict[tuple, tuple] = {}  # rejections of requests no pool fits (candidates.py)

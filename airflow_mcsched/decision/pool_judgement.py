@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from airflow_mcsched.decision.candidate_plan import CandidatePlan, plan_candidates, shared_plans
 from airflow_mcsched.decision.context import RequestContext
@@ -61,6 +62,9 @@ class Setup:
     lasting_memo: dict[tuple[int, int], tuple] | None = None
     """With per-cycle scores: node choice, the other dynamic values and their bounds by pool and
     capacity object, shared with later cycles (what per-cycle scores do not touch is not redone)."""
+    fixed_per_cycle_bounds: bool = False
+    """Every per-cycle score keeps the default upper bound (1, whatever the pool and the cycle): the
+    whole bound is then worked out once with the lasting ones and kept with them."""
     scored: dict[tuple[int, int, bool], tuple] = field(default_factory=dict)
     """Scored candidates by fleet position, capacity object and figures or not (score_breakdown.py)."""
     static_parts: dict[tuple[int, bool], tuple] = field(default_factory=dict)
@@ -69,13 +73,20 @@ class Setup:
     """Admitted summaries by the identity of the candidates they name (admission.py)."""
 
 
+@lru_cache(maxsize=16)  # plugin sets are few and long-lived
+def _live_and_per_cycle(filters: tuple[Filter, ...], scores: tuple[Score, ...]) -> tuple[tuple, tuple]:
+    """The plugins `setup_for` asks about each request (the others it never asks), found once per set."""
+    return tuple(f for f in filters if not f.lasting), tuple(s for s in scores if s.per_cycle)
+
+
 def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> Setup:
     """Requests alike in signature and in which live filters apply to them share one setup."""
-    live = tuple(f for f in filters if not f.lasting and f.applies(ctx))
+    live_filters, per_cycle_scores = _live_and_per_cycle(tuple(filters), tuple(scores))
+    live = tuple(f for f in live_filters if f.applies(ctx))
     # a per-cycle score that counts for this request makes its setup (the verdicts with its values,
     # rankings, scored candidates) its cycle's own, kept with the cycle; one weighed 0 changes nothing
     weights = ctx.weights
-    per_cycle = [s for s in scores if s.per_cycle and getattr(weights, s.name, 1.0) > 0 and s.applies(ctx)]
+    per_cycle = [s for s in per_cycle_scores if getattr(weights, s.name, 1.0) > 0 and s.applies(ctx)]
     key = (ctx.signature, live, *(s.signature(ctx) for s in per_cycle))
     shared = shared_plans(ctx, filters)
     setups = ctx.cycle.setups if per_cycle else shared.setups
@@ -87,7 +98,7 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         return setup
     # What does not change between cycles (the plan, the live filters, the memo of lasting values)
     # is kept with the view as a template, found without the per-cycle scores' signatures (which
-    # name the cycle); the cycle's own setup starts from it with an empty memo.
+    # name the cycle); the cycle's own setup starts from it, with the memo of its per-cycle values.
     templates = shared.templates
     template_key = (key[0], live, tuple(per_cycle))
     template = templates.get(template_key)
@@ -100,10 +111,12 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         by_cluster=template.by_cluster,
         by_capacity=template.by_capacity,
         fit_filters=template.fit_filters,
-        memo={},
+        # shared by the cycle's setups alike in demand, dynamic scores, weights and per-cycle signatures
+        memo=ctx.cycle.fit_memos.setdefault((template.ranking_key[1], key[2:]), {}),
         ranking_key=(template.ranking_key, key[2:]),
         per_cycle_at=template.per_cycle_at,
         lasting_memo=template.lasting_memo,
+        fixed_per_cycle_bounds=template.fixed_per_cycle_bounds,
         static_parts=template.static_parts,  # they read no per-cycle score
     )
     return setup
@@ -112,13 +125,16 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
 def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score], live: tuple) -> Setup:
     plan = plan_candidates(ctx, filters, scores)
     dynamic = plan.dynamic_scores
-    dynamic_key = (ctx.demand, tuple((s, s.signature(ctx)) for s, _ in dynamic))
+    # the weights are in the keys: a memo entry holds weighted sums as well as the verdict
+    dynamic_key = (ctx.demand, tuple((s, w, s.signature(ctx)) for s, w in dynamic))
     memory = ctx.cycle.memory
     per_cycle_at = tuple(i for i, (s, _) in enumerate(dynamic) if s.per_cycle)
     lasting_memo = None
-    if per_cycle_at:
-        lasting = tuple((s, s.signature(ctx)) for s, _ in dynamic if not s.per_cycle)
-        lasting_memo = memory.fit_memo_for(("without per-cycle scores", ctx.demand, lasting))
+    per_cycle = [(s, w) for s, w in dynamic if s.per_cycle]
+    if per_cycle:
+        lasting = tuple((s, w, s.signature(ctx)) for s, w in dynamic if not s.per_cycle)
+        # the per-cycle weights too: the whole bound kept with the lasting ones is weighted by them
+        lasting_memo = memory.fit_memo_for(("without per-cycle scores", ctx.demand, lasting, tuple(per_cycle)))
     return Setup(
         plan=plan,
         by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
@@ -128,6 +144,7 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
         ranking_key=(id(plan), dynamic_key),
         per_cycle_at=per_cycle_at,
         lasting_memo=lasting_memo,
+        fixed_per_cycle_bounds=all(type(s).upper_bound is Score.upper_bound for s, _ in per_cycle),
     )
 
 
@@ -143,9 +160,9 @@ def _merged(setup: Setup, lasting: tuple[float, ...], per_cycle: list[float]) ->
 
 
 def _lasting(setup: Setup, pool: PoolView, capacity: PoolCapacity) -> tuple:
-    """(capacity, fit verdict without per-cycle values or None, their upper bounds and the bounds'
-    weighted sum or None), from the memo shared across cycles; (capacity, None, None) when nothing
-    is known yet."""
+    """(capacity, fit verdict without per-cycle values or None, bounds or None), from the memo shared
+    across cycles; (capacity, None, None) when nothing is known yet. Bounds are (the lasting scores'
+    upper bounds, their weighted sum or None, the whole bound with the per-cycle scores' or None)."""
     known = setup.lasting_memo.get((pool.ordinal, id(capacity)))
     if known is None or known[0] is not capacity:
         return (capacity, None, None)
@@ -227,18 +244,26 @@ def optimistic(
         lasting = known[2]
         if lasting is None:
             bounds = tuple(s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic if not s.per_cycle)
-            lasting = (bounds, weighted(bounds, [d for d in dynamic if not d[0].per_cycle]))
+            # their weighted sum serves only when the per-cycle scores come last (`_with_per_cycle`)
+            last = setup.per_cycle_at[0] == len(bounds)
+            prefix = weighted(bounds, [d for d in dynamic if not d[0].per_cycle]) if last else None
+            whole = None
+            if setup.fixed_per_cycle_bounds:
+                whole = _with_per_cycle(setup, bounds, prefix, [1.0] * len(setup.per_cycle_at))
+            lasting = (bounds, prefix, whole)
             _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), (capacity, known[1], lasting))
-        now = [dynamic[i][0].upper_bound(ctx, cluster, pool, capacity) for i in setup.per_cycle_at]
-        bound = _with_per_cycle(setup, lasting, now)
+        bound = lasting[2]
+        if bound is None:
+            now = [dynamic[i][0].upper_bound(ctx, cluster, pool, capacity) for i in setup.per_cycle_at]
+            bound = _with_per_cycle(setup, lasting[0], lasting[1], now)
     _remember(setup.memo, key, (capacity, None, bound))
     return bound
 
 
-def _with_per_cycle(setup: Setup, lasting: tuple[tuple[float, ...], float], per_cycle: list[float]) -> float:
+def _with_per_cycle(setup: Setup, bounds: tuple[float, ...], prefix: float | None, per_cycle: list[float]) -> float:
     """`weighted` of the lasting and per-cycle values merged, from the lasting ones' weighted sum
-    when the per-cycle scores come last (the sum runs in the same order, so it is the same number)."""
-    bounds, prefix = lasting
+    (`prefix`) when the per-cycle scores come last (the sum runs in the same order, so it is the
+    same number)."""
     at = setup.per_cycle_at
     dynamic = setup.plan.dynamic_scores
     if at[0] != len(bounds):

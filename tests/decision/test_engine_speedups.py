@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from airflow_mcsched.decision import Outcome, Policy, decide, plan_cache
+from airflow_mcsched.decision import Outcome, Plugins, Policy, decide, plan_cache
 from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.decision.running_work import RunningWork
 from airflow_mcsched.decision.scores import DEFAULT_SCORES
@@ -130,3 +130,99 @@ def test_cycles_in_several_threads_keep_the_pause_until_the_last_ends():
     release.set()
     thread.join(10)
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("whole_nodes", [1.0, 0.0], ids=["with a per-cycle score", "without"])
+def test_what_is_remembered_for_a_demand_is_weighed_by_each_teams_own_weights(whole_nodes):
+    """Fit verdicts and bounds are shared by every request of one demand, in a cycle and across
+    cycles; their weighted sums are not: two teams whose weights differ rank the same pools apart."""
+    tight = cluster("tight", pool("gpu", nodes=1))
+    roomy = cluster("roomy", pool("gpu", nodes=1))
+    view = view_of((tight, observe(tight, free={"gpu": [2]})), (roomy, observe(roomy)))
+    policy = Policy(
+        weights={"whole_nodes": whole_nodes},
+        overrides=[
+            {"team": "packer", "weights": {"fragmentation": 5.0, "load": 0.01}},
+            {"team": "spreader", "weights": {"fragmentation": 0.01, "load": 5.0}},
+        ],
+    )
+    packer, spreader = request("p", gpus=2, team="packer"), request("s", gpus=2, team="spreader")
+    alone = {}
+    for r in (packer, spreader):
+        plan_cache.forget_all()
+        alone[r.id] = decide(view, [r], [], policy, NOW).decisions[0]
+    assert alone["p"].placement.cluster == "tight"
+    assert alone["s"].placement.cluster == "roomy"
+    plan_cache.forget_all()
+    assert decide(view, [packer], [], policy, NOW).decisions[0] == alone["p"]
+    assert decide(view, [spreader], [], policy, NOW).decisions[0] == alone["s"]  # after the packer's cycle
+    plan_cache.forget_all()
+    assert decide(view, [spreader], [], policy, NOW).decisions[0] == alone["s"]
+    assert decide(view, [packer], [], policy, NOW).decisions[0] == alone["p"]
+
+
+class _Hourly(Score):
+    """A per-cycle score that reads the clock, ranked first among the dynamic scores (the engine's
+    own per-cycle score comes last, which takes a shorter way to the same sums)."""
+
+    name = "hourly"
+    dynamic = True
+    per_cycle = True
+
+    def signature(self, ctx):
+        return (ctx.demand, ctx.now)
+
+    def measure(self, ctx, cluster, pool, capacity, pods):
+        return ((ctx.now.hour + pool.ordinal) % 3) / 2
+
+
+def test_per_cycle_scores_anywhere_in_the_order_decide_as_with_nothing_remembered():
+    """Cycles' own setups share verdicts with every setup alike in demand, weights and per-cycle
+    signatures; across teams, shapes and hours the decisions are those of an engine that remembers
+    nothing."""
+    plugins = Plugins(scores=(_Hourly(), *DEFAULT_SCORES))
+    profiles = [cluster(f"c{i}", pool("big", nodes=2), pool("small", "L4", gpus_per_node=4, nodes=2)) for i in range(3)]
+    policy = Policy(overrides=[{"team": "b", "weights": {"fragmentation": 2.0, "load": 1.0}}])
+    queue = [
+        request(f"r{i}", gpus=g, team=t, expected_duration=timedelta(hours=h))
+        for i, (g, t, h) in enumerate(
+            [(1, "a", 1), (1, "b", 1), (2, "a", 2), (1, "a", 5), (4, "b", 1), (2, "b", 2), (1, "a", 0.5), (1, "a", 5)]
+        )
+    ]
+    # running work with known ends, so that how long a request runs moves `whole_nodes`
+    running = [
+        reservation(f"run{i}{p}", f"c{i}", p, f"c{i}-{p}-0", ends_in=timedelta(hours=2 + i), expires_in=timedelta(1))
+        for i in range(3)
+        for p in ("big", "small")
+    ]
+    for hour in (0, 1, 2):
+        now = NOW + timedelta(hours=hour)
+        view = view_of(*((p, observe(p, at=now)) for p in profiles), at=now)
+        remembered = [decide(view, queue, running, policy, now, plugins=plugins) for _ in range(2)]
+        plan_cache.forget_all()
+        assert remembered == [decide(view, queue, running, policy, now, plugins=plugins)] * 2
+        admitted = [d for d in remembered[0].decisions if d.placement is not None]
+        assert len(admitted) >= 4
+        names = [p.name for p in admitted[0].placement.parts]
+        assert names.index("hourly") < names.index("fragmentation")  # not last: the longer way
+        for d in admitted:  # each value is the request's own: its figures, worked out afresh, agree
+            whole_nodes = d.placement.part("whole_nodes")
+            assert whole_nodes.value == pytest.approx(1 - dict(whole_nodes.detail)["stranded_node_fraction"], abs=1e-4)
+
+
+def test_requests_alike_but_in_duration_do_not_share_whole_nodes_values():
+    """`whole_nodes` reads how long a request runs: a request of the same shape that runs longer
+    than the work already on a node is charged for the node it keeps busy, where a shorter one,
+    judged on the same pools just before it, was not."""
+    profiles = [cluster(name, pool("p", gpus_per_node=4, nodes=1)) for name in ("a", "b")]
+    view = view_of(*profiles)
+    running = [reservation(f"run-{c}", c, "p", f"{c}-p-0", ends_in=timedelta(hours=2)) for c in ("a", "b")]
+    short = request("short", gpus=1, expected_duration=timedelta(hours=1), arrival=NOW - timedelta(minutes=2))
+    long = request("long", gpus=1, expected_duration=timedelta(hours=5))
+    first, second = decide(view, [short, long], running, Policy(), NOW).decisions
+    assert first.placement.part("whole_nodes").value == 1.0  # ends before the work already there
+    charged = second.placement.part("whole_nodes")
+    # 3 h of its 5 past the node's last end, on a 4-GPU node it takes 1 of
+    assert charged.value == pytest.approx(1 - 0.6 * 3 / 4)
+    assert dict(charged.detail)["stranded_node_fraction"] == pytest.approx(0.45)
+    assert {d.placement.cluster for d in (first, second)} == {"a"}  # a tie after the first grant: fleet order
