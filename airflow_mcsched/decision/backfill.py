@@ -183,20 +183,19 @@ class _PoolReplay:
     it), are checked in full at every end.
     """
 
-    __slots__ = ("_base", "_demand", "_nodes", "_pending", "_touched", "fitted")
+    __slots__ = ("_base", "_demand", "_nodes", "_touched", "fitted")
 
     def __init__(self, capacity: PoolCapacity, demand: Demand) -> None:
         self._base = capacity
         self._demand = demand
-        self._pending: list[NodeAllocation] = []  # ends not yet applied to `_base`
-        self._nodes: dict[int, NodeCapacity] = {}  # the nodes they touch, as they are with them
+        self._nodes: dict[int, NodeCapacity] = {}  # nodes that ends touched, not yet in `_base`
         self._touched: set[int] = set()  # nodes touched since `may_fit` last looked
         self.fitted = demand.pods > 1 or choose_nodes(capacity, demand) is not None
 
     def capacity(self) -> PoolCapacity:
-        if self._pending:
-            self._base = self._base.give_back(self._pending)
-            self._pending, self._nodes = [], {}
+        if self._nodes:  # the touched nodes are followed already: the pool takes them as they are
+            self._base = self._base.with_nodes(self._nodes)
+            self._nodes = {}
         return self._base
 
     def take(self, pods: Iterable[NodeAllocation]) -> None:
@@ -207,7 +206,6 @@ class _PoolReplay:
         for a in pods:
             i = index.get(a.node)
             if i is not None:  # the node left the pool: nothing to give back (as PoolCapacity does)
-                self._pending.append(a)
                 nodes[i] = (nodes.get(i) or self._base.nodes[i]).give_back(a)
                 self._touched.add(i)
 

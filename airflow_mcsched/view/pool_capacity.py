@@ -96,6 +96,11 @@ class PoolCapacity:
                 continue
             node = changed.get(i) or self.nodes[i]
             changed[i] = node.give_back(a) if give_back else node.take(a)
+        return self.with_nodes(changed)
+
+    def with_nodes(self, changed: dict[int, NodeCapacity]) -> PoolCapacity:
+        """This pool with the nodes at these positions replaced (by `_apply`, or by a caller that
+        followed the nodes itself, as backfill's replay of running ends does)."""
         if not changed:
             return self
         nodes = list(self.nodes)

@@ -100,6 +100,26 @@ def test_incremental_aggregates_equal_a_full_recount():
             assert getattr(pool, f) == getattr(fresh, f), f
 
 
+def test_a_pool_given_the_nodes_a_caller_followed_equals_one_given_back_the_ends():
+    """Backfill's replay follows the nodes that ends touch and hands them to the pool
+    (`with_nodes`): the pool is the one that giving back the same ends would make."""
+    rng = random.Random(3)
+    pool = PoolCapacity.of([node(f"n{i}", (0,) * 6 + (1000, 1000), cpu=8_000) for i in range(5)], 8)
+    for _ in range(50):
+        ends = [
+            NodeAllocation(f"n{rng.randrange(6)}", gpus=rng.randint(1, 3), cpu_milli=rng.randint(0, 20_000))
+            for _ in range(rng.randint(1, 6))
+        ]  # n5 is not in the pool: nothing to give back there
+        followed: dict[int, NodeCapacity] = {}
+        for a in ends:
+            i = pool.node_index.get(a.node)
+            if i is not None:
+                followed[i] = (followed.get(i) or pool.nodes[i]).give_back(a)
+        assert pool.with_nodes(followed) == pool.give_back(ends)
+        pool = pool.with_nodes(followed).take([NodeAllocation("n0", gpus=1)])
+    assert pool.with_nodes({}) is pool
+
+
 def test_named_gpus_come_back_exactly_whatever_the_order_of_ends():
     """Whole GPUs and shares ending in any order leave the node as it was (no lost fragments)."""
     from airflow_mcsched.decision import choose_nodes
