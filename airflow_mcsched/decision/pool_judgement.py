@@ -63,8 +63,9 @@ class Setup:
     """With per-cycle scores: node choice, the other dynamic values and their bounds by pool and
     capacity object, shared with later cycles (what per-cycle scores do not touch is not redone)."""
     fixed_per_cycle_bounds: bool = False
-    """Every per-cycle score keeps the default upper bound (1, whatever the pool and the cycle): the
-    whole bound is then worked out once with the lasting ones and kept with them."""
+    """Every per-cycle score keeps the default upper bound (`Score.upper_bound`, which reads neither
+    the pool nor the cycle): the whole bound is then worked out once with the lasting ones and kept
+    with them."""
     scored: dict[tuple[int, int, bool], tuple] = field(default_factory=dict)
     """Scored candidates by fleet position, capacity object and figures or not (score_breakdown.py)."""
     static_parts: dict[tuple[int, bool], tuple] = field(default_factory=dict)
@@ -248,16 +249,23 @@ def optimistic(
             last = setup.per_cycle_at[0] == len(bounds)
             prefix = weighted(bounds, [d for d in dynamic if not d[0].per_cycle]) if last else None
             whole = None
-            if setup.fixed_per_cycle_bounds:
-                whole = _with_per_cycle(setup, bounds, prefix, [1.0] * len(setup.per_cycle_at))
+            if setup.fixed_per_cycle_bounds:  # the same whatever the cycle: kept with the lasting ones
+                whole = _with_per_cycle(setup, bounds, prefix, _per_cycle_bounds(ctx, setup, cluster, pool, capacity))
             lasting = (bounds, prefix, whole)
             _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), (capacity, known[1], lasting))
         bound = lasting[2]
         if bound is None:
-            now = [dynamic[i][0].upper_bound(ctx, cluster, pool, capacity) for i in setup.per_cycle_at]
+            now = _per_cycle_bounds(ctx, setup, cluster, pool, capacity)
             bound = _with_per_cycle(setup, lasting[0], lasting[1], now)
     _remember(setup.memo, key, (capacity, None, bound))
     return bound
+
+
+def _per_cycle_bounds(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
+) -> list[float]:
+    dynamic = setup.plan.dynamic_scores
+    return [dynamic[i][0].upper_bound(ctx, cluster, pool, capacity) for i in setup.per_cycle_at]
 
 
 def _with_per_cycle(setup: Setup, bounds: tuple[float, ...], prefix: float | None, per_cycle: list[float]) -> float:

@@ -93,8 +93,6 @@ class PoolRanking:
         heap, level, version, judged_on = self._heap, self._level, self._version, self._judged_on
         found: list[Feasible] = []
         put_back = []
-        # nothing of the request's own to check (no quota, spread group, kept GPUs or hold): skip the call
-        unchecked = not setup.by_cluster and not setup.by_capacity and ctx.cycle.head is None
         while heap and len(found) < want:
             entry = heappop(heap)
             _, ordinal, entry_version = entry
@@ -127,7 +125,7 @@ class PoolRanking:
                     heappush(heap, entry)
                     continue
             put_back.append(entry)
-            if unchecked or live_rejection(ctx, setup, cluster, pool, capacity, pods) is None:
+            if live_rejection(ctx, setup, cluster, pool, capacity, pods) is None:
                 found.append(Feasible(cluster, pool, static_values, capacity, pods, total, values))
         for entry in put_back:
             heappush(heap, entry)
