@@ -42,7 +42,7 @@ class ScoreWeights(_Strict):
 
     price: float = Field(default=1.0, ge=0)
     data: float = Field(default=1.0, ge=0)
-    fragmentation: float = Field(default=0.5, ge=0)
+    fragmentation: float = Field(default=1.0, ge=0)
     load: float = Field(default=0.1, ge=0)
     suitability: float = Field(default=0.3, ge=0)
     spot: float = Field(default=0.2, ge=0)

@@ -57,6 +57,10 @@ class Setup:
     fit_filters: list[Filter]
     memo: dict[tuple[int, int], tuple]
     ranking_key: tuple
+    start_key: tuple | None
+    """Where later rankings of the same plan and demand start from (pool_ranking.py): the ranking's
+    own key, or, for a cycle's own setup, its template's (the bounds it starts from hold in any
+    cycle); None when a per-cycle score's bound may read the cycle (they then rank afresh)."""
     per_cycle_at: tuple[int, ...] = ()
     """Positions in the plan's dynamic scores of the `per_cycle` ones: a setup with any is its cycle's own."""
     lasting_memo: dict[tuple[int, int], tuple] | None = None
@@ -115,6 +119,7 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         # shared by the cycle's setups alike in demand, dynamic scores, weights and per-cycle signatures
         memo=ctx.cycle.fit_memos.setdefault((template.ranking_key[1], key[2:]), {}),
         ranking_key=(template.ranking_key, key[2:]),
+        start_key=template.start_key,
         per_cycle_at=template.per_cycle_at,
         lasting_memo=template.lasting_memo,
         fixed_per_cycle_bounds=template.fixed_per_cycle_bounds,
@@ -136,6 +141,7 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
         lasting = tuple((s, w, s.signature(ctx)) for s, w in dynamic if not s.per_cycle)
         # the per-cycle weights too: the whole bound kept with the lasting ones is weighted by them
         lasting_memo = memory.fit_memo_for(("without per-cycle scores", ctx.demand, lasting, tuple(per_cycle)))
+    fixed = all(type(s).upper_bound is Score.upper_bound for s, _ in per_cycle)
     return Setup(
         plan=plan,
         by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
@@ -143,9 +149,10 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
         fit_filters=[f for f in live if f.fit],
         memo={} if per_cycle_at else memory.fit_memo_for(dynamic_key),
         ranking_key=(id(plan), dynamic_key),
+        start_key=(id(plan), dynamic_key) if fixed else None,
         per_cycle_at=per_cycle_at,
         lasting_memo=lasting_memo,
-        fixed_per_cycle_bounds=all(type(s).upper_bound is Score.upper_bound for s, _ in per_cycle),
+        fixed_per_cycle_bounds=fixed,
     )
 
 
@@ -242,23 +249,41 @@ def optimistic(
         if known[1] is not None and known[1][1] is None:  # an earlier cycle found it does not fit
             _remember(setup.memo, key, (capacity, known[1], 0.0))
             return -1.0
-        lasting = known[2]
-        if lasting is None:
-            bounds = tuple(s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic if not s.per_cycle)
-            # their weighted sum serves only when the per-cycle scores come last (`_with_per_cycle`)
-            last = setup.per_cycle_at[0] == len(bounds)
-            prefix = weighted(bounds, [d for d in dynamic if not d[0].per_cycle]) if last else None
-            whole = None
-            if setup.fixed_per_cycle_bounds:  # the same whatever the cycle: kept with the lasting ones
-                whole = _with_per_cycle(setup, bounds, prefix, _per_cycle_bounds(ctx, setup, cluster, pool, capacity))
-            lasting = (bounds, prefix, whole)
-            _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), (capacity, known[1], lasting))
+        lasting = _lasting_bounds(ctx, setup, cluster, pool, capacity, known)
         bound = lasting[2]
         if bound is None:
             now = _per_cycle_bounds(ctx, setup, cluster, pool, capacity)
             bound = _with_per_cycle(setup, lasting[0], lasting[1], now)
     _remember(setup.memo, key, (capacity, None, bound))
     return bound
+
+
+def _lasting_bounds(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity, known: tuple
+) -> tuple:
+    """The bounds kept across cycles (`known` is `_lasting`'s answer), worked out on first need:
+    (the lasting scores' upper bounds, their weighted sum or None, the whole bound or None)."""
+    lasting = known[2]
+    if lasting is None:
+        dynamic = setup.plan.dynamic_scores
+        bounds = tuple(s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic if not s.per_cycle)
+        # their weighted sum serves only when the per-cycle scores come last (`_with_per_cycle`)
+        last = setup.per_cycle_at[0] == len(bounds)
+        prefix = weighted(bounds, [d for d in dynamic if not d[0].per_cycle]) if last else None
+        whole = None
+        if setup.fixed_per_cycle_bounds:  # the same whatever the cycle: kept with the lasting ones
+            whole = _with_per_cycle(setup, bounds, prefix, _per_cycle_bounds(ctx, setup, cluster, pool, capacity))
+        lasting = (bounds, prefix, whole)
+        _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), (capacity, known[1], lasting))
+    return lasting
+
+
+def bound_in_any_cycle(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
+) -> float:
+    """A cycle's own setup whose per-cycle scores keep the default bound: the pool's optimistic value,
+    which no cycle changes (what a later cycle's ranking starts from in place of an exact total)."""
+    return _lasting_bounds(ctx, setup, cluster, pool, capacity, _lasting(setup, pool, capacity))[2]
 
 
 def _per_cycle_bounds(

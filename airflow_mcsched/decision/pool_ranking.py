@@ -10,11 +10,18 @@ eviction), it re-enters at its most optimistic value, so the order is never stal
 from __future__ import annotations
 
 from collections.abc import Iterable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import Rejection
-from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, optimistic
+from airflow_mcsched.decision.pool_judgement import (
+    Feasible,
+    Setup,
+    bound_in_any_cycle,
+    exact,
+    live_rejection,
+    optimistic,
+)
 from airflow_mcsched.view.overlay import CapacityOverlay
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 
@@ -29,7 +36,9 @@ class PoolRanking:
 
     Its state after its first use (the heap, each pool's level, and the capacity each refined pool
     was judged on) is kept with the plan: a later cycle on the same view starts from it, and only
-    pools whose capacity object differs by then go back in at their most optimistic value.
+    pools whose capacity object differs by then go back in at their most optimistic value. A
+    cycle's own setup (one with a per-cycle score) leaves its refined pools at bounds that hold in
+    any cycle, so its template's later rankings start from them too (`start`).
     """
 
     __slots__ = ("_heap", "_judged_on", "_level", "_plan", "_static", "_synced", "_version")
@@ -72,9 +81,26 @@ class PoolRanking:
             del self._judged_on[ordinal]
             heappush(self._heap, (self._static[ordinal][0] - bound, ordinal, self._version[ordinal]))
 
-    def start(self) -> _Start:
-        """Where a ranking of the same plan and demand in a later cycle starts from."""
-        return (tuple(self._heap), dict(self._version), dict(self._level), dict(self._judged_on))
+    def start(self, ctx: RequestContext, setup: Setup) -> _Start:
+        """Where a ranking of the same plan and demand in a later cycle starts from.
+
+        A cycle's own setup ranks on totals that hold this cycle's values (and a bound may be an
+        exact total already known): each pool refined so far goes back at its bound in any cycle,
+        which is still above its exact total, so the order stays sound for every setup of the
+        template, whatever the cycle.
+        """
+        if not setup.per_cycle_at:
+            return (tuple(self._heap), dict(self._version), dict(self._level), dict(self._judged_on))
+        level, version, static = dict(self._level), self._version, self._static
+        refined = {o for o, at in level.items() if at in (_BOUNDED, _EXACT)}
+        heap = [e for e in self._heap if e[1] not in refined or e[2] != version[e[1]]]
+        for o in refined:
+            _, _, cluster, pool, _ = static[o]
+            bound = bound_in_any_cycle(ctx, setup, cluster, pool, self._judged_on[o])
+            heap.append((static[o][0] - bound, o, version[o]))
+            level[o] = _BOUNDED
+        heapify(heap)
+        return (tuple(heap), dict(version), level, dict(self._judged_on))
 
     def _sync(self, overlay: CapacityOverlay, bound: float) -> None:
         """Refined pools whose capacity changed since the last use go back in at their most optimistic
@@ -136,15 +162,16 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
     rankings = ctx.cycle.rankings
     ranking = rankings.get(setup.ranking_key)
     if ranking is None:
-        starts = ctx.cycle.shared.ranking_starts
-        ranking = rankings[setup.ranking_key] = PoolRanking(setup, ctx.cycle.overlay, starts.get(setup.ranking_key))
+        start = None if setup.start_key is None else ctx.cycle.shared.ranking_starts.get(setup.start_key)
+        ranking = rankings[setup.ranking_key] = PoolRanking(setup, ctx.cycle.overlay, start)
     return ranking
 
 
 def remember_start(ctx: RequestContext, setup: Setup, ranking: PoolRanking) -> None:
-    """After a ranking's first use in its cycle: later cycles on the view start from where it is."""
-    if setup.per_cycle_at:
-        return  # its totals hold per-cycle values: the next cycle ranks afresh
+    """After a ranking's first use: later rankings of its plan and demand, in this cycle (a cycle's
+    own setups of one template) and in later ones on the view, start from where it is."""
+    if setup.start_key is None:
+        return  # a per-cycle bound may read the cycle: the next cycle ranks afresh
     starts = ctx.cycle.shared.ranking_starts
-    if setup.ranking_key not in starts:
-        starts[setup.ranking_key] = ranking.start()
+    if setup.start_key not in starts:
+        starts[setup.start_key] = ranking.start(ctx, setup)

@@ -4,11 +4,13 @@ work's latest ends kept up to date, and the collector held off while a cycle run
 from __future__ import annotations
 
 import gc
+import random
 import threading
 from datetime import timedelta
 
 import pytest
 
+from airflow_mcsched.access.profiles import WorkKind
 from airflow_mcsched.decision import Outcome, Plugins, Policy, decide, plan_cache
 from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.decision.running_work import RunningWork
@@ -226,3 +228,50 @@ def test_requests_alike_but_in_duration_do_not_share_whole_nodes_values():
     assert charged.value == pytest.approx(1 - 0.6 * 3 / 4)
     assert dict(charged.detail)["stranded_node_fraction"] == pytest.approx(0.45)
     assert {d.placement.cluster for d in (first, second)} == {"a"}  # a tie after the first grant: fleet order
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rankings_that_start_from_an_earlier_cycle_decide_as_with_nothing_remembered(seed):
+    """A cycle's own ranking starts from where an earlier ranking of its template left the pools,
+    each refined pool back at a bound no cycle changes. Requests of one demand but different kinds
+    share the cycle's verdicts, so a ranking may start with pools known at this hour's exact totals;
+    an hour later the per-cycle score moves them, and the decisions are still those of an engine
+    that remembers nothing. Random fleets, queues and numbers of runners-up."""
+    rng = random.Random(seed)
+    plugins = Plugins(scores=(*DEFAULT_SCORES, _Hourly()))
+    profiles = [
+        cluster(
+            f"c{i}",
+            pool("big", nodes=2, price_per_gpu_hour=rng.choice([1.0, 2.0])),
+            pool("small", "L4", gpus_per_node=4, nodes=2),
+        )
+        for i in range(rng.randint(3, 6))
+    ]
+    free = [{"big": [rng.randint(0, 8) for _ in "ab"], "small": [rng.randint(0, 4) for _ in "ab"]} for _ in profiles]
+    policy = Policy(runners_up=rng.choice([0, 1, 2]))
+    kinds = [WorkKind.TRAINING, WorkKind.BATCH, WorkKind.EVAL]
+    queue = [
+        request(
+            f"r{i}",
+            gpus=rng.choice([1, 1, 2, 4]),
+            kind=rng.choice(kinds),
+            arrival=NOW - timedelta(minutes=30 - i),
+            expected_duration=timedelta(hours=1),
+        )
+        for i in range(rng.randint(4, 12))
+    ]
+
+    def cycles(remember: bool) -> list:
+        out = []
+        for hour in range(4):
+            now = NOW + timedelta(hours=hour)
+            view = view_of(*((p, observe(p, free=f, at=now)) for p, f in zip(profiles, free, strict=True)), at=now)
+            out.append(decide(view, queue, [], policy, now, plugins=plugins))
+            if not remember:
+                plan_cache.forget_all()
+        return out
+
+    remembered = cycles(remember=True)
+    plan_cache.forget_all()
+    assert remembered == cycles(remember=False)
+    assert any(d.placement is not None for result in remembered for d in result.decisions)
