@@ -8,6 +8,12 @@ Each `name=value` sets a field of the engine's replay policy (`REPLAY_POLICY` in
 mean wait (all, `normal`, `low`), p95 wait, multi-GPU max wait and cost, as `mcsched replay` would
 for `--policy mcsched --seeds 1` with that seed. For trying settings before changing the defaults:
 the tables in docs/benchmarks.md are made with the shipped policy by `mcsched replay`.
+
+`--dollars relative` tries another way of weighing the dollar scores (an experiment of session
+12, not in the engine): each pool's extra dollars are divided by the cheapest pool's dollars
+(the sum of each dollar column's minimum) instead of by the largest extra cost among the eligible
+pools, so a pool that costs 30 % more than the cheapest loses 0.3 of the weight, whatever the
+dearest eligible pool costs.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from airflow_mcsched.decision import candidate_plan
 from airflow_mcsched.replay import policies
 from airflow_mcsched.replay.compare import _one
 from airflow_mcsched.replay.fleet import load_fleet
@@ -41,14 +48,36 @@ def changed_policy(settings: list[str]):
     return type(policies.REPLAY_POLICY).model_validate({**base, **fields})
 
 
+def _rank_relative(passed, static, columns):
+    """`candidate_plan._rank_statically` with dollar columns taken relative to the cheapest pool's
+    dollars (see the module's docstring); everything else as there."""
+    n = len(passed)
+    dollar_columns = [i for i, (s, _) in enumerate(static) if s.in_dollars]
+    if dollar_columns and n:
+        columns = list(columns)
+        cheapest = {i: min(columns[i]) for i in dollar_columns}
+        base = sum(cheapest.values())
+        for i in dollar_columns:
+            columns[i] = [1 - (v - cheapest[i]) / base for v in columns[i]] if base > 0 else [1.0] * n
+    weighted = [[v * w for v in column] for column, (_, w) in zip(columns, static, strict=True)]
+    totals = [sum(t) for t in zip(*weighted, strict=True)] if weighted else [0.0] * n
+    values = list(zip(*columns, strict=True)) if columns else [()] * n
+    eligible = [(-total, p.ordinal, c, p, v) for total, (c, p), v in zip(totals, passed, values, strict=True)]
+    eligible.sort()
+    return eligible
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=VARIANTS, default="shipped")
     parser.add_argument("--load", type=float, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--traces", default=TRACES)
+    parser.add_argument("--dollars", choices=["spread", "relative"], default="spread", help="see the docstring")
     parser.add_argument("settings", nargs="*", help="name=value or w.<score>=value")
     args = parser.parse_args()
+    if args.dollars == "relative":
+        candidate_plan._rank_statically = _rank_relative
     policy = changed_policy(args.settings)
 
     class Changed(policies.Mcsched):
@@ -61,7 +90,8 @@ def main() -> None:
     jobs = compress_arrivals(variant(args.variant, read_jobs(f"{t}/openb_pod_list_default.csv")[0], fleet), args.load)
     s = _one(fleet, jobs, "mcsched", args.seed)
     print(
-        f"{args.variant} load {args.load:g} seed {args.seed} {' '.join(args.settings) or '(shipped policy)'}: "
+        f"{args.variant} load {args.load:g} seed {args.seed} {' '.join(args.settings) or '(shipped policy)'}"
+        f"{' --dollars relative' if args.dollars == 'relative' else ''}: "
         f"mean wait {s.mean_wait:.0f} s (normal {s.mean_wait_normal:.0f}, low {s.mean_wait_low:.0f}), "
         f"p95 {s.p95_wait:.0f} s, multi-GPU max {s.max_wait_multi_gpu:.0f} s, cost ${s.total_cost:,.0f}"
     )
