@@ -48,23 +48,29 @@ def changed_policy(settings: list[str]):
     return type(policies.REPLAY_POLICY).model_validate({**base, **fields})
 
 
+class _AsGiven:
+    """Stands for a dollar score in the engine's ranking, so that its column, already turned into
+    [0, 1] here, is weighted as it is."""
+
+    in_dollars = False
+
+
+_rank_by_spread = candidate_plan._rank_statically
+
+
 def _rank_relative(passed, static, columns):
     """`candidate_plan._rank_statically` with dollar columns taken relative to the cheapest pool's
-    dollars (see the module's docstring); everything else as there."""
-    n = len(passed)
+    dollars (see the module's docstring): they are turned into [0, 1] here, and the engine's own
+    ranking weighs, sums and sorts them as given."""
     dollar_columns = [i for i, (s, _) in enumerate(static) if s.in_dollars]
-    if dollar_columns and n:
+    if dollar_columns and passed:
         columns = list(columns)
         cheapest = {i: min(columns[i]) for i in dollar_columns}
         base = sum(cheapest.values())
         for i in dollar_columns:
-            columns[i] = [1 - (v - cheapest[i]) / base for v in columns[i]] if base > 0 else [1.0] * n
-    weighted = [[v * w for v in column] for column, (_, w) in zip(columns, static, strict=True)]
-    totals = [sum(t) for t in zip(*weighted, strict=True)] if weighted else [0.0] * n
-    values = list(zip(*columns, strict=True)) if columns else [()] * n
-    eligible = [(-total, p.ordinal, c, p, v) for total, (c, p), v in zip(totals, passed, values, strict=True)]
-    eligible.sort()
-    return eligible
+            columns[i] = [1 - (v - cheapest[i]) / base for v in columns[i]] if base > 0 else [1.0] * len(passed)
+        static = tuple((_AsGiven(), w) if s.in_dollars else (s, w) for s, w in static)
+    return _rank_by_spread(passed, static, columns)
 
 
 def main() -> None:

@@ -1,0 +1,73 @@
+"""Cycle after cycle on one fleet: CPU ms and function calls of each admission cycle, in order.
+
+    .venv/bin/python benchmarks/engine_cycles.py --queue random --reads same,same,same,new,new
+    .venv/bin/python benchmarks/engine_cycles.py --queue random --reads new,new,new,new,new
+    .venv/bin/python benchmarks/engine_cycles.py --queue random --reads changed,changed,changed,changed,changed,changed
+
+The fleet and queues of `bench_engine.py` (100 clusters, seed 1). One cycle on the first view
+first, untimed; then one cycle per entry of `--reads`: `same` decides again on that view, `new` on
+a view built anew from the same reads, `changed` on one where a tenth of the pools read differently.
+`bench_engine.py` gives medians per way of reading; this shows how what the engine keeps ages from
+one cycle to the next. Calls are counted under cProfile in a second pass over the same views (the
+figures of one cycle, not its time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import time
+
+from bench_engine import NOW, build_view, changed_reads, make_fleet, make_queue, make_running, new_reads, with_seen
+
+from airflow_mcsched.decision import Policy, decide, plan_cache
+
+
+def cycles(queue_kind: str, reads: list[str], clusters: int, counting: bool) -> list[str]:
+    """The figure of each cycle: CPU ms, or function calls under cProfile."""
+    plan_cache.forget_all()
+    rng = random.Random(1)
+    profiles, observations = make_fleet(clusters, rng)
+    running = make_running(build_view(profiles, observations, NOW), 5 * clusters, rng)
+    observations = with_seen(observations, running, rng)
+    view = build_view(profiles, observations, NOW)
+    templated, random_queue = make_queue(1000, rng, templates=50), make_queue(1000, rng)
+    queue = templated if queue_kind == "steps" else random_queue
+    views = {
+        "same": lambda: view,
+        "new": lambda: new_reads(profiles, observations, 1)[0],
+        "changed": lambda: changed_reads(profiles, observations, 1, rng)[0],
+    }
+    policy = Policy()
+    decide(view, queue, running, policy, NOW)
+    figures = []
+    for how in reads:
+        v = views[how]()
+        if counting:
+            profile = cProfile.Profile()
+            profile.runcall(decide, v, queue, running, policy, NOW)
+            figures.append(f"{sum(s[1] for s in pstats.Stats(profile).stats.values()):,}")  # type: ignore[attr-defined]
+        else:
+            start = time.process_time()
+            decide(v, queue, running, policy, NOW)
+            figures.append(f"{(time.process_time() - start) * 1e3:.0f}")
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queue", choices=["steps", "random"], default="random")
+    parser.add_argument("--reads", default="same,same,same,new,new")
+    parser.add_argument("--clusters", type=int, default=100)
+    args = parser.parse_args()
+    reads = args.reads.split(",")
+    for counting in (False, True):
+        figures = cycles(args.queue, reads, args.clusters, counting)
+        shown = " ".join(f"{h}={f}" for h, f in zip(reads, figures, strict=True))
+        print(("calls: " if counting else "CPU ms: ") + shown)
+
+
+if __name__ == "__main__":
+    main()
