@@ -176,6 +176,16 @@ def with_seen(observations: list[ClusterObservation], running: list[Reservation]
     ]
 
 
+def fleet_and_queues(clusters: int, rng: random.Random):
+    """The benchmark's fleet with its running work seen, as `main` makes it: (profiles, reads, running
+    reservations, view, 1,000 templated steps, 1,000 all-different requests)."""
+    profiles, observations = make_fleet(clusters, rng)
+    running = make_running(build_view(profiles, observations, NOW), 5 * clusters, rng)
+    observations = with_seen(observations, running, rng)
+    view = build_view(profiles, observations, NOW)
+    return profiles, observations, running, view, make_queue(1000, rng, templates=50), make_queue(1000, rng)
+
+
 def median_seconds(
     fn: Callable[[], object], runs: int, before: Callable[[], object] | None = None
 ) -> tuple[float, float]:

@@ -20,7 +20,7 @@ import pstats
 import random
 import time
 
-from bench_engine import NOW, build_view, changed_reads, make_fleet, make_queue, make_running, new_reads, with_seen
+from bench_engine import NOW, changed_reads, fleet_and_queues, new_reads
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
 
@@ -29,11 +29,7 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, counting: bool) -> 
     """The figure of each cycle: CPU ms, or function calls under cProfile."""
     plan_cache.forget_all()
     rng = random.Random(1)
-    profiles, observations = make_fleet(clusters, rng)
-    running = make_running(build_view(profiles, observations, NOW), 5 * clusters, rng)
-    observations = with_seen(observations, running, rng)
-    view = build_view(profiles, observations, NOW)
-    templated, random_queue = make_queue(1000, rng, templates=50), make_queue(1000, rng)
+    profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
     views = {
         "same": lambda: view,

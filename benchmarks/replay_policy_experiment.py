@@ -14,6 +14,10 @@ the tables in docs/benchmarks.md are made with the shipped policy by `mcsched re
 (the sum of each dollar column's minimum) instead of by the largest extra cost among the eligible
 pools, so a pool that costs 30 % more than the cheapest loses 0.3 of the weight, whatever the
 dearest eligible pool costs.
+
+`--stake-cap N` and `--stake-scores a,b` (session 13) change, in this process only, what the
+policy field `dollars_at_stake_gpu_hours` does: the highest stake level (`MAX_STAKE_LEVEL`, 7) and
+the scores it multiplies (`DOLLAR_SCORES`, price and data).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 import json
 
 from airflow_mcsched.decision import candidate_plan
+from airflow_mcsched.decision import policy as policy_module
 from airflow_mcsched.replay import policies
 from airflow_mcsched.replay.compare import _one
 from airflow_mcsched.replay.fleet import load_fleet
@@ -80,10 +85,21 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--traces", default=TRACES)
     parser.add_argument("--dollars", choices=["spread", "relative"], default="spread", help="see the docstring")
+    parser.add_argument(
+        "--stake-cap", type=int, default=None, help="in place of MAX_STAKE_LEVEL (dollars_at_stake_gpu_hours)"
+    )
+    parser.add_argument(
+        "--stake-scores", default=None, help="comma list of the scores `dollars_at_stake_gpu_hours` multiplies"
+    )
     parser.add_argument("settings", nargs="*", help="name=value or w.<score>=value")
     args = parser.parse_args()
     if args.dollars == "relative":
         candidate_plan._rank_statically = _rank_relative
+    # the module's constants, read at each call, changed in this process only (an experiment)
+    if args.stake_cap is not None:
+        policy_module.MAX_STAKE_LEVEL = args.stake_cap
+    if args.stake_scores is not None:
+        policy_module.DOLLAR_SCORES = tuple(args.stake_scores.split(","))
     policy = changed_policy(args.settings)
 
     class Changed(policies.Mcsched):
@@ -97,7 +113,9 @@ def main() -> None:
     s = _one(fleet, jobs, "mcsched", args.seed)
     print(
         f"{args.variant} load {args.load:g} seed {args.seed} {' '.join(args.settings) or '(shipped policy)'}"
-        f"{' --dollars relative' if args.dollars == 'relative' else ''}: "
+        f"{' --dollars relative' if args.dollars == 'relative' else ''}"
+        f"{f' --stake-cap {args.stake_cap}' if args.stake_cap is not None else ''}"
+        f"{f' --stake-scores {args.stake_scores}' if args.stake_scores is not None else ''}: "
         f"mean wait {s.mean_wait:.0f} s (normal {s.mean_wait_normal:.0f}, low {s.mean_wait_low:.0f}), "
         f"p95 {s.p95_wait:.0f} s, multi-GPU max {s.max_wait_multi_gpu:.0f} s, cost ${s.total_cost:,.0f}"
     )

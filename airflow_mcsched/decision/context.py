@@ -27,13 +27,15 @@ class RequestContext:
     def of(cls, request: PlacementRequest, priority: int, cycle: CycleState) -> RequestContext:
         policy = cycle.policy
         duration = policy.expected_duration(request.kind, request.expected_duration)
+        demand = Demand.of(request)
+        hours = duration.total_seconds() / 3600
         return cls(
             request=request,
-            demand=Demand.of(request),
+            demand=demand,
             priority=priority,
-            weights=cycle.weights_for(request.team, request.kind),
+            weights=cycle.weights_for(request.team, request.kind, demand.gpu_equivalent * hours),
             duration=duration,
-            hours=duration.total_seconds() / 3600,
+            hours=hours,
             cycle=cycle,
         )
 

@@ -114,13 +114,13 @@ class CycleState:
     def running_in(self, key: PoolKey) -> Iterable[Reservation]:
         return self.running.in_pool(key)
 
-    def weights_for(self, team: str, kind: WorkKind) -> ScoreWeights:
-        """The policy's weights for this team and kind, one object per pair for as long as the view
-        lives (request signatures name them by identity)."""
-        key = (team, kind)
+    def weights_for(self, team: str, kind: WorkKind, gpu_hours: float) -> ScoreWeights:
+        """The policy's weights for this team, kind and expected GPU-hours, one object per team, kind
+        and stake level for as long as the view lives (request signatures name them by identity)."""
+        key = (team, kind, self.policy.stake_level(gpu_hours))
         weights = self.memory.weights.get(key)
         if weights is None:
-            weights = self.memory.weights[key] = self.policy.weights_for(team, kind)
+            weights = self.memory.weights[key] = self.policy.weights_for(*key)
         return weights
 
     def data_holders(self, location: str) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -12,6 +13,11 @@ from airflow_mcsched.access.fleet_file import describe_validation_error
 from airflow_mcsched.access.profiles import WorkKind
 
 ANY_GPU_TYPE = "*"
+
+DOLLAR_SCORES = ("price", "data")
+"""The scores measured in dollars per GPU-hour (`Score.in_dollars`), which `dollars_at_stake_gpu_hours` weighs."""
+
+MAX_STAKE_LEVEL = 7
 
 DEFAULT_PRIORITY_CLASSES = {"low": 0, "normal": 100, "high": 1000, "critical": 10000}
 
@@ -121,6 +127,14 @@ class Policy(_Strict):
     default_priority_class: str = "normal"
     weights: ScoreWeights = Field(default_factory=ScoreWeights)
     overrides: tuple[WeightOverride, ...] = ()
+    dollars_at_stake_gpu_hours: float | None = Field(
+        default=None,
+        gt=0,
+        description="work expected to use at least this many GPU-hours weighs its dollar scores (price, "
+        "data) more: 2 times from here, 3 times from twice this, and so on, one more per doubling up to "
+        f"{MAX_STAKE_LEVEL + 1} times; a month-long job's price is worth more than a minute's wait, a "
+        "five-minute job's is not (None = the same weight for all work)",
+    )
     quotas: tuple[TeamQuota, ...] = ()
     team_shares: dict[str, float] = Field(
         default_factory=dict, description="fair-share weight of a team without quota; default 1"
@@ -183,16 +197,28 @@ class Policy(_Strict):
         """Numeric priority of a class name (None = default class); None when the class is unknown."""
         return self.priority_classes.get(priority_class or self.default_priority_class)
 
-    def weights_for(self, team: str, kind: WorkKind) -> ScoreWeights:
+    def weights_for(self, team: str, kind: WorkKind, stake_level: int = 0) -> ScoreWeights:
+        """The weights for a team and kind of work (overrides applied, the most specific last), with
+        the dollar scores multiplied by 1 + `stake_level` (see `stake_level`)."""
         matching = [
             o for o in self.overrides if (o.team is None or o.team == team) and (o.kind is None or o.kind == kind)
         ]
-        if not matching:
+        if not matching and not stake_level:
             return self.weights
         merged = self.weights.model_dump()
         for o in sorted(matching, key=lambda o: o.specificity):
             merged.update(o.weights)
+        for name in DOLLAR_SCORES:
+            merged[name] *= 1 + stake_level
         return ScoreWeights(**merged)
+
+    def stake_level(self, gpu_hours: float) -> int:
+        """0 below `dollars_at_stake_gpu_hours` (or when it is None), then one more per doubling of the
+        expected GPU-hours, at most `MAX_STAKE_LEVEL`."""
+        at = self.dollars_at_stake_gpu_hours
+        if at is None or gpu_hours < at:
+            return 0
+        return min(MAX_STAKE_LEVEL, 1 + int(math.log2(gpu_hours / at)))
 
     def expected_duration(self, kind: WorkKind, requested: timedelta | None) -> timedelta:
         if requested is not None:

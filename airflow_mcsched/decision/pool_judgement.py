@@ -142,14 +142,15 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
         # the per-cycle weights too: the whole bound kept with the lasting ones is weighted by them
         lasting_memo = memory.fit_memo_for(("without per-cycle scores", ctx.demand, lasting, tuple(per_cycle)))
     fixed = all(type(s).upper_bound is Score.upper_bound for s, _ in per_cycle)
+    ranking_key = (id(plan), dynamic_key)
     return Setup(
         plan=plan,
         by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
         by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
         fit_filters=[f for f in live if f.fit],
         memo={} if per_cycle_at else memory.fit_memo_for(dynamic_key),
-        ranking_key=(id(plan), dynamic_key),
-        start_key=(id(plan), dynamic_key) if fixed else None,
+        ranking_key=ranking_key,
+        start_key=ranking_key if fixed else None,
         per_cycle_at=per_cycle_at,
         lasting_memo=lasting_memo,
         fixed_per_cycle_bounds=fixed,

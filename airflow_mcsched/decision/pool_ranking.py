@@ -27,46 +27,96 @@ from airflow_mcsched.view.pool_capacity import PoolCapacity
 
 _FRESH, _BOUNDED, _EXACT, _INFEASIBLE = 0, 1, 2, 3
 
-_Start = tuple[tuple[tuple[float, int, int], ...], dict[int, int], dict[int, int], dict[int, PoolCapacity]]
-"""A ranking's heap, versions, levels and the capacity each refined pool was judged on."""
+
+_State = tuple[tuple[tuple[float, int, int], ...], dict[int, int], dict[int, int], dict[int, PoolCapacity]]
+"""A ranking's heap, versions, levels and the capacity each judged pool was judged on."""
+
+
+class RankingStart:
+    """Where later rankings of one plan and demand start from: the pools a ranking had judged by the
+    end of its first use, each with the capacity object it was judged on and whether it was ruled out.
+
+    Kept with the view's shared plans (`remember_start`). The ranking state it stands for is worked
+    out on the first reuse, not when the start is kept (a first cycle on a fleet reuses few of its
+    starts), and then kept: each refined pool at its bound in any cycle for a cycle's own setup, at
+    its optimistic value (an exact total when one is known) for another. Neither reads the cycle,
+    so both hold in any later cycle on a pool whose capacity is still the object judged.
+    """
+
+    __slots__ = ("_judged", "_state")
+
+    def __init__(self, judged: dict[int, tuple[bool, PoolCapacity]]) -> None:
+        self._judged = judged
+        self._state: _State | None = None
+
+    def state(self, ctx: RequestContext, setup: Setup) -> _State:
+        if self._state is None:
+            plan = setup.plan
+            static = plan.by_ordinal
+            value = bound_in_any_cycle if setup.per_cycle_at else optimistic
+            level, judged_on = dict(plan.zeros), {}
+            refined = []
+            for ordinal, (ruled_out, capacity) in self._judged.items():
+                judged_on[ordinal] = capacity
+                v = -1.0 if ruled_out else value(ctx, setup, static[ordinal][2], static[ordinal][3], capacity)
+                if v < 0:  # ruled out, or known since not to fit: out until its capacity changes
+                    level[ordinal] = _INFEASIBLE
+                else:
+                    level[ordinal] = _BOUNDED
+                    refined.append((static[ordinal][0] - v, ordinal, 0))
+            heap = [e for e in plan.start_heap if e[1] not in judged_on]
+            heap += refined
+            heapify(heap)
+            self._state = (tuple(heap), plan.zeros, level, judged_on)
+        return self._state
 
 
 class PoolRanking:
     """One plan's pools for one demand, best first, for the requests of one cycle.
 
-    Its state after its first use (the heap, each pool's level, and the capacity each refined pool
-    was judged on) is kept with the plan: a later cycle on the same view starts from it, and only
-    pools whose capacity object differs by then go back in at their most optimistic value. A
-    cycle's own setup (one with a per-cycle score) leaves its refined pools at bounds that hold in
-    any cycle, so its template's later rankings start from them too (`start`).
+    The pools it judged by the end of its first use are kept with the plan (`RankingStart`): a
+    later cycle on the same view starts from them, and pools whose capacity object differs by then
+    stay at their most optimistic value. A cycle's own setup (one with a per-cycle score) puts its
+    refined pools back at bounds that hold in any cycle, so its template's later rankings, in this
+    cycle and later ones, start from them too.
     """
 
-    __slots__ = ("_heap", "_judged_on", "_level", "_plan", "_static", "_synced", "_version")
+    __slots__ = ("_heap", "_judged_on", "_level", "_plan", "_static", "_synced", "_version", "leaves_start")
 
-    def __init__(self, setup: Setup, overlay: CapacityOverlay, start: _Start | None) -> None:
-        self._plan = setup.plan  # held: rankings are found by the plan's identity
-        self._static = setup.plan.by_ordinal
+    def __init__(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, start: RankingStart | None) -> None:
+        plan = setup.plan
+        self._plan = plan  # held: rankings are found by the plan's identity
+        self._static = plan.by_ordinal
         self._synced = len(overlay.log)
-        self._judged_on: dict[int, PoolCapacity] = dict(start[3]) if start is not None else {}
-        stale = self._stale(overlay, self._judged_on) if start is not None else []
-        if start is None or 2 * len(stale) > len(self._judged_on):
-            # nothing to start from, or mostly pools whose capacity changed (a new capacity read):
-            # starting afresh costs less than putting each of them back
-            self._heap = list(setup.plan.start_heap)  # a heap already: copied, not rebuilt
-            self._version = dict(setup.plan.zeros)
-            self._level = dict(setup.plan.zeros)  # _FRESH
-            self._judged_on = {}
-            return
-        heap, version, level, _ = start
-        self._heap, self._version, self._level = list(heap), dict(version), dict(level)
-        self._refresh(stale, setup.plan.dynamic_bound)
+        self._heap = list(plan.start_heap)  # a heap already: copied, not rebuilt
+        self._version = dict(plan.zeros)
+        self._level = dict(plan.zeros)  # _FRESH
+        self._judged_on: dict[int, PoolCapacity] = {}
+        # its state after its first use becomes the start of later rankings when there was none, or
+        # when most pools of the one it had changed capacity since (that one is then out of date)
+        self.leaves_start = start is None or self._resume(ctx, setup, overlay, start)
 
-    def _stale(self, overlay: CapacityOverlay, ordinals: Iterable[int]) -> list[int]:
-        """Of these pools, the refined ones whose capacity is no longer the object they were judged on.
+    def _resume(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, start: RankingStart) -> bool:
+        """Start from `start`; pools whose capacity object differs by now go back in at their most
+        optimistic value. When most do (a new capacity read), start afresh instead, which costs less
+        than putting each back, and return True: the start is then out of date."""
+        heap, version, level, judged_on = start.state(ctx, setup)
+        stale = self._stale(overlay, judged_on, judged_on)
+        if 2 * len(stale) > len(judged_on):
+            return True
+        self._heap, self._version, self._level = list(heap), dict(version), dict(level)
+        self._judged_on = dict(judged_on)
+        self._refresh(stale, setup.plan.dynamic_bound)
+        return False
+
+    def _stale(
+        self, overlay: CapacityOverlay, ordinals: Iterable[int], judged_on: dict[int, PoolCapacity]
+    ) -> list[int]:
+        """Of these pools, the judged ones whose capacity is no longer the object they were judged on.
 
         A pool still at its most optimistic value is never stale: that value does not read capacity.
         """
-        judged_on, changed, static = self._judged_on, overlay.by_ordinal, self._static
+        changed, static = overlay.by_ordinal, self._static
         return [
             o
             for o in ordinals
@@ -81,26 +131,11 @@ class PoolRanking:
             del self._judged_on[ordinal]
             heappush(self._heap, (self._static[ordinal][0] - bound, ordinal, self._version[ordinal]))
 
-    def start(self, ctx: RequestContext, setup: Setup) -> _Start:
-        """Where a ranking of the same plan and demand in a later cycle starts from.
-
-        A cycle's own setup ranks on totals that hold this cycle's values (and a bound may be an
-        exact total already known): each pool refined so far goes back at its bound in any cycle,
-        which is still above its exact total, so the order stays sound for every setup of the
-        template, whatever the cycle.
-        """
-        if not setup.per_cycle_at:
-            return (tuple(self._heap), dict(self._version), dict(self._level), dict(self._judged_on))
-        level, version, static = dict(self._level), self._version, self._static
-        refined = {o for o, at in level.items() if at in (_BOUNDED, _EXACT)}
-        heap = [e for e in self._heap if e[1] not in refined or e[2] != version[e[1]]]
-        for o in refined:
-            _, _, cluster, pool, _ = static[o]
-            bound = bound_in_any_cycle(ctx, setup, cluster, pool, self._judged_on[o])
-            heap.append((static[o][0] - bound, o, version[o]))
-            level[o] = _BOUNDED
-        heapify(heap)
-        return (tuple(heap), dict(version), level, dict(self._judged_on))
+    def start(self) -> RankingStart:
+        """Where a ranking of the same plan and demand in a later cycle (or, for a cycle's own setup,
+        another one of its template in this cycle) starts from: the pools judged so far."""
+        level = self._level
+        return RankingStart({o: (level[o] == _INFEASIBLE, c) for o, c in self._judged_on.items()})
 
     def _sync(self, overlay: CapacityOverlay, bound: float) -> None:
         """Refined pools whose capacity changed since the last use go back in at their most optimistic
@@ -110,7 +145,7 @@ class PoolRanking:
             return
         self._synced = len(log)
         named = set(log[since:]) if len(log) - since < len(self._judged_on) else self._judged_on
-        self._refresh(self._stale(overlay, named), bound)
+        self._refresh(self._stale(overlay, named, self._judged_on), bound)
 
     def best(self, ctx: RequestContext, setup: Setup, want: int) -> list[Feasible]:
         overlay = ctx.cycle.overlay
@@ -163,15 +198,16 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
     ranking = rankings.get(setup.ranking_key)
     if ranking is None:
         start = None if setup.start_key is None else ctx.cycle.shared.ranking_starts.get(setup.start_key)
-        ranking = rankings[setup.ranking_key] = PoolRanking(setup, ctx.cycle.overlay, start)
+        ranking = rankings[setup.ranking_key] = PoolRanking(ctx, setup, ctx.cycle.overlay, start)
     return ranking
 
 
 def remember_start(ctx: RequestContext, setup: Setup, ranking: PoolRanking) -> None:
     """After a ranking's first use: later rankings of its plan and demand, in this cycle (a cycle's
-    own setups of one template) and in later ones on the view, start from where it is."""
-    if setup.start_key is None:
-        return  # a per-cycle bound may read the cycle: the next cycle ranks afresh
-    starts = ctx.cycle.shared.ranking_starts
-    if setup.start_key not in starts:
-        starts[setup.start_key] = ranking.start(ctx, setup)
+    own setups of one template) and in later ones on the view, start from where it is, when it had
+    no start or an out-of-date one."""
+    if not ranking.leaves_start:
+        return
+    ranking.leaves_start = False
+    if setup.start_key is not None:  # None: a per-cycle bound may read the cycle, so rank afresh
+        ctx.cycle.shared.ranking_starts[setup.start_key] = ranking.start()

@@ -230,13 +230,16 @@ def test_requests_alike_but_in_duration_do_not_share_whole_nodes_values():
     assert {d.placement.cluster for d in (first, second)} == {"a"}  # a tie after the first grant: fleet order
 
 
+@pytest.mark.parametrize("changing", [0.0, 0.3, 0.8], ids=["same reads", "some pools change", "most change"])
 @pytest.mark.parametrize("seed", range(12))
-def test_rankings_that_start_from_an_earlier_cycle_decide_as_with_nothing_remembered(seed):
+def test_rankings_that_start_from_an_earlier_cycle_decide_as_with_nothing_remembered(seed, changing):
     """A cycle's own ranking starts from where an earlier ranking of its template left the pools,
     each refined pool back at a bound no cycle changes. Requests of one demand but different kinds
     share the cycle's verdicts, so a ranking may start with pools known at this hour's exact totals;
     an hour later the per-cycle score moves them, and the decisions are still those of an engine
-    that remembers nothing. Random fleets, queues and numbers of runners-up."""
+    that remembers nothing. Random fleets, queues and numbers of runners-up; each hour a share of
+    the pools (`changing`) reads other free GPUs, so starts are partly out of date (those pools go
+    back at their most optimistic value) or mostly (the ranking starts afresh and replaces it)."""
     rng = random.Random(seed)
     plugins = Plugins(scores=(*DEFAULT_SCORES, _Hourly()))
     profiles = [
@@ -261,11 +264,26 @@ def test_rankings_that_start_from_an_earlier_cycle_decide_as_with_nothing_rememb
         for i in range(rng.randint(4, 12))
     ]
 
+    reads = [free]
+    for _ in range(3):
+        reads.append(
+            [
+                {
+                    name: [rng.randint(0, 8 if name == "big" else 4) for _ in "ab"]
+                    if rng.random() < changing
+                    else f[name]
+                    for name in f
+                }
+                for f in reads[-1]
+            ]
+        )
+
     def cycles(remember: bool) -> list:
         out = []
         for hour in range(4):
             now = NOW + timedelta(hours=hour)
-            view = view_of(*((p, observe(p, free=f, at=now)) for p, f in zip(profiles, free, strict=True)), at=now)
+            read = reads[hour]
+            view = view_of(*((p, observe(p, free=f, at=now)) for p, f in zip(profiles, read, strict=True)), at=now)
             out.append(decide(view, queue, [], policy, now, plugins=plugins))
             if not remember:
                 plan_cache.forget_all()

@@ -1,0 +1,77 @@
+"""A hash of every decision the engine makes over a sequence of cycles: equal before and after a change
+that must not move a decision (a cache, a faster ranking), whatever it remembers between cycles.
+
+    .venv/bin/python benchmarks/decision_hash.py            # the code imported
+    cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/decision_hash.py   # other code
+
+The fleets and queues of `bench_engine.py` (10 and 100 clusters, seed 1), both queues (templated DAG
+steps and all-different requests), four policies (the defaults; `whole_nodes` off; weight overrides
+for two teams; no runners-up), each through ten cycles in one process, memory kept between them: the
+same view three times, two new reads of it, three reads with a tenth of the pools changed, the first
+view again, and the first view three hours later (the per-cycle score reads the clock; holds for
+large requests that waited an hour apply). It prints one hash per fleet, queue and policy, and one
+over all; a decision is hashed by its `repr` (outcome, reason, summary, placement with every score
+part and figure, runners-up, rejections, victims, reservation, expected start).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from datetime import timedelta
+
+from bench_engine import NOW, changed_reads, fleet_and_queues, new_reads
+
+from airflow_mcsched.decision import Policy, decide, plan_cache
+from airflow_mcsched.decision.policy import WeightOverride
+
+POLICIES = {
+    "defaults": Policy(),
+    "whole_nodes off": Policy(weights={"whole_nodes": 0.0}),
+    "two teams' overrides": Policy(
+        overrides=[
+            WeightOverride(team="team-1", weights={"price": 3.0, "fragmentation": 0.0}),
+            WeightOverride(team="team-2", weights={"data": 0.0, "whole_nodes": 2.0}),
+        ]
+    ),
+    "no runners-up": Policy(runners_up=0),
+}
+
+
+def cycle_hashes(clusters: int, queue_kind: str, policy: Policy) -> str:
+    """The hash of ten cycles' decisions, on a fleet with nothing remembered before the first."""
+    plan_cache.forget_all()
+    rng = random.Random(1)
+    profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
+    queue = templated if queue_kind == "steps" else random_queue
+    views = [
+        (view, NOW),
+        (view, NOW),
+        (view, NOW),
+        *((v, NOW) for v in new_reads(profiles, observations, 2)),
+        *((v, NOW) for v in changed_reads(profiles, observations, 3, rng)),
+        (view, NOW),
+        (view, NOW + timedelta(hours=3)),
+    ]
+    digest = hashlib.sha256()
+    for v, now in views:
+        result = decide(v, queue, running, policy, now)
+        for decision in result.decisions:
+            digest.update(repr(decision).encode())
+        digest.update(repr((result.reservations, result.reclaimed, result.preemptions)).encode())
+    return digest.hexdigest()[:16]
+
+
+def main() -> None:
+    overall = hashlib.sha256()
+    for clusters in (10, 100):
+        for queue_kind in ("steps", "random"):
+            for name, policy in POLICIES.items():
+                h = cycle_hashes(clusters, queue_kind, policy)
+                overall.update(h.encode())
+                print(f"{clusters:>4} clusters  {queue_kind:<6}  {name:<22} {h}", flush=True)
+    print(f"all: {overall.hexdigest()[:16]}")
+
+
+if __name__ == "__main__":
+    main()
