@@ -9,25 +9,29 @@ first, untimed; then one cycle per entry of `--reads`: `same` decides again on t
 a view built anew from the same reads, `changed` on one where a tenth of the pools read differently.
 `bench_engine.py` gives medians per way of reading; this shows how what the engine keeps ages from
 one cycle to the next. Calls are counted under cProfile in a second pass over the same views (the
-figures of one cycle, not its time).
+figures of one cycle, not its time); memory in a third, under tracemalloc: what the engine keeps
+after each cycle (its result dropped), the untimed first cycle included (`first`).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import random
 import time
+import tracemalloc
 
 from bench_engine import NOW, changed_reads, fleet_and_queues, new_reads
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
 
 
-def cycles(queue_kind: str, reads: list[str], clusters: int, counting: bool) -> list[str]:
-    """The figure of each cycle: CPU ms, or function calls under cProfile."""
+def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str) -> list[str]:
+    """The figure of each cycle: CPU ms, function calls under cProfile, or MB kept (tracemalloc)."""
     plan_cache.forget_all()
+    gc.collect()
     rng = random.Random(1)
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
@@ -37,19 +41,33 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, counting: bool) -> 
         "changed": lambda: changed_reads(profiles, observations, 1, rng)[0],
     }
     policy = Policy()
-    decide(view, queue, running, policy, NOW)
     figures = []
+    if figure == "memory":
+        tracemalloc.start()
+    decide(view, queue, running, policy, NOW)
+    if figure == "memory":
+        figures.append(_kept_mb())
     for how in reads:
         v = views[how]()
-        if counting:
+        if figure == "calls":
             profile = cProfile.Profile()
             profile.runcall(decide, v, queue, running, policy, NOW)
             figures.append(f"{sum(s[1] for s in pstats.Stats(profile).stats.values()):,}")  # type: ignore[attr-defined]
+        elif figure == "memory":
+            decide(v, queue, running, policy, NOW)
+            del v
+            figures.append(_kept_mb())
         else:
             start = time.process_time()
             decide(v, queue, running, policy, NOW)
             figures.append(f"{(time.process_time() - start) * 1e3:.0f}")
+    tracemalloc.stop()
     return figures
+
+
+def _kept_mb() -> str:
+    gc.collect()
+    return f"{tracemalloc.get_traced_memory()[0] / 1e6:.1f}"
 
 
 def main() -> None:
@@ -59,10 +77,10 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=100)
     args = parser.parse_args()
     reads = args.reads.split(",")
-    for counting in (False, True):
-        figures = cycles(args.queue, reads, args.clusters, counting)
-        shown = " ".join(f"{h}={f}" for h, f in zip(reads, figures, strict=True))
-        print(("calls: " if counting else "CPU ms: ") + shown)
+    for figure, label in (("cpu", "CPU ms"), ("calls", "calls"), ("memory", "MB kept")):
+        figures = cycles(args.queue, reads, args.clusters, figure)
+        names = ["first", *reads] if figure == "memory" else reads
+        print(f"{label}: " + " ".join(f"{h}={f}" for h, f in zip(names, figures, strict=True)))
 
 
 if __name__ == "__main__":

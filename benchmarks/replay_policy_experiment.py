@@ -17,7 +17,8 @@ dearest eligible pool costs.
 
 `--stake-cap N` and `--stake-scores a,b` (session 13) change, in this process only, what the
 policy field `dollars_at_stake_gpu_hours` does: the highest stake level (`MAX_STAKE_LEVEL`, 7) and
-the scores it multiplies (`DOLLAR_SCORES`, price and data).
+the scores it multiplies (`DOLLAR_SCORES`, price and data). `--longest N` also prints the N jobs
+that waited longest.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ import json
 from airflow_mcsched.decision import candidate_plan
 from airflow_mcsched.decision import policy as policy_module
 from airflow_mcsched.replay import policies
-from airflow_mcsched.replay.compare import _one
 from airflow_mcsched.replay.fleet import load_fleet
+from airflow_mcsched.replay.metrics import summarise
 from airflow_mcsched.replay.openb import compress_arrivals, read_jobs
-from airflow_mcsched.replay.variants import VARIANTS, variant
+from airflow_mcsched.replay.simulator import replay
+from airflow_mcsched.replay.variants import VARIANTS, jittered, variant
 
 TRACES = "/work/shared/traces"
 
@@ -91,6 +93,7 @@ def main() -> None:
     parser.add_argument(
         "--stake-scores", default=None, help="comma list of the scores `dollars_at_stake_gpu_hours` multiplies"
     )
+    parser.add_argument("--longest", type=int, default=0, help="also print the N jobs that waited longest")
     parser.add_argument("settings", nargs="*", help="name=value or w.<score>=value")
     args = parser.parse_args()
     if args.dollars == "relative":
@@ -110,7 +113,9 @@ def main() -> None:
     t = args.traces
     fleet = load_fleet(f"{t}/openb_fleet_split.csv", f"{t}/openb_node_list_gpu_node.csv", 0.1)
     jobs = compress_arrivals(variant(args.variant, read_jobs(f"{t}/openb_pod_list_default.csv")[0], fleet), args.load)
-    s = _one(fleet, jobs, "mcsched", args.seed)
+    # `compare._one`, keeping the run so that its longest waits can be shown
+    run = replay(fleet, jittered(jobs, args.seed), Changed(seed=args.seed))
+    s = summarise(run)
     print(
         f"{args.variant} load {args.load:g} seed {args.seed} {' '.join(args.settings) or '(shipped policy)'}"
         f"{' --dollars relative' if args.dollars == 'relative' else ''}"
@@ -119,6 +124,13 @@ def main() -> None:
         f"mean wait {s.mean_wait:.0f} s (normal {s.mean_wait_normal:.0f}, low {s.mean_wait_low:.0f}), "
         f"p95 {s.p95_wait:.0f} s, multi-GPU max {s.max_wait_multi_gpu:.0f} s, cost ${s.total_cost:,.0f}"
     )
+    for r in sorted(run.runs, key=lambda r: -r.wait)[: args.longest]:
+        j = r.job
+        print(
+            f"  waited {r.wait:,.0f} s: {j.name} ({j.gpus} GPU x {j.gpu_milli} milli, "
+            f"types {list(j.gpu_types) or 'any'}, "
+            f"{j.duration:,.0f} s, arrived {j.arrival:,.0f} s) on {r.cluster}/{r.pool}"
+        )
 
 
 if __name__ == "__main__":

@@ -20,12 +20,7 @@ from airflow_mcsched.decision.admission import AdmissionCycle
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
 from tests.decision.test_plan_cache import POLICIES, random_queue, random_running, random_view
 
-
-@pytest.fixture(autouse=True)
-def _fresh_memory():
-    plan_cache.forget_all()
-    yield
-    plan_cache.forget_all()
+pytestmark = pytest.mark.usefixtures("fresh_memory")
 
 
 def _full_replay_may_fit(self) -> bool:

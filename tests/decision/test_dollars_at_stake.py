@@ -8,15 +8,10 @@ from datetime import timedelta
 import pytest
 
 from airflow_mcsched.access.profiles import WorkKind
-from airflow_mcsched.decision import Outcome, Policy, PolicyError, decide, plan_cache
+from airflow_mcsched.decision import Outcome, Policy, PolicyError, decide
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, view_of
 
-
-@pytest.fixture(autouse=True)
-def _fresh_memory():
-    plan_cache.forget_all()
-    yield
-    plan_cache.forget_all()
+pytestmark = pytest.mark.usefixtures("fresh_memory")
 
 
 @pytest.mark.parametrize(

@@ -18,12 +18,7 @@ from airflow_mcsched.decision.scores import DEFAULT_SCORES
 from airflow_mcsched.decision.scores.base import Score
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
 
-
-@pytest.fixture(autouse=True)
-def _fresh_memory():
-    plan_cache.forget_all()
-    yield
-    plan_cache.forget_all()
+pytestmark = pytest.mark.usefixtures("fresh_memory")
 
 
 def test_a_read_that_finds_a_pool_unchanged_keeps_its_capacity_object():
