@@ -176,14 +176,27 @@ def with_seen(observations: list[ClusterObservation], running: list[Reservation]
     ]
 
 
+def running_and_queues(
+    profiles: list[ClusterProfile],
+    observations: list[ClusterObservation],
+    rng: random.Random,
+    queue: int = 1000,
+    steps: int = 50,
+):
+    """Running work on a fleet from `make_fleet` (5 reservations per cluster, seen in the reads) and
+    the queues: (reads, running reservations, view, `queue` requests made of `steps` DAG steps,
+    `queue` all-different requests)."""
+    running = make_running(build_view(profiles, observations, NOW), 5 * len(profiles), rng)
+    observations = with_seen(observations, running, rng)
+    view = build_view(profiles, observations, NOW)
+    return observations, running, view, make_queue(queue, rng, templates=steps), make_queue(queue, rng)
+
+
 def fleet_and_queues(clusters: int, rng: random.Random):
     """The benchmark's fleet with its running work seen, as `main` makes it: (profiles, reads, running
     reservations, view, 1,000 templated steps, 1,000 all-different requests)."""
     profiles, observations = make_fleet(clusters, rng)
-    running = make_running(build_view(profiles, observations, NOW), 5 * clusters, rng)
-    observations = with_seen(observations, running, rng)
-    view = build_view(profiles, observations, NOW)
-    return profiles, observations, running, view, make_queue(1000, rng, templates=50), make_queue(1000, rng)
+    return (profiles, *running_and_queues(profiles, observations, rng))
 
 
 def median_seconds(
@@ -285,11 +298,9 @@ def main() -> None:
         rng = random.Random(args.seed)
         profiles, observations = make_fleet(clusters, rng)
         build = median_seconds(lambda: build_view(profiles, observations, NOW), args.runs)  # noqa: B023
-        running = make_running(build_view(profiles, observations, NOW), 5 * clusters, rng)
-        observations = with_seen(observations, running, rng)
-        view = build_view(profiles, observations, NOW)
-        templated = make_queue(args.queue, rng, templates=args.steps)
-        random_queue = make_queue(args.queue, rng)
+        observations, running, view, templated, random_queue = running_and_queues(
+            profiles, observations, rng, args.queue, args.steps
+        )
         one = [PlacementRequest(id="one", arrival=NOW, team="team-0", gpus=2)]
         figures = []
         for queue, runs in ((one, singles), (templated, args.runs), (random_queue, args.runs)):

@@ -128,7 +128,7 @@ class Policy(_Strict):
     weights: ScoreWeights = Field(default_factory=ScoreWeights)
     overrides: tuple[WeightOverride, ...] = ()
     dollars_at_stake_gpu_hours: float | None = Field(
-        default=None,
+        default=100,
         gt=0,
         description="work expected to use at least this many GPU-hours weighs its dollar scores (price, "
         "data) more: 2 times from here, 3 times from twice this, and so on, one more per doubling up to "

@@ -66,10 +66,12 @@ def _fleet():
         (500, None, "dear", 1.0),  # without the setting, 500 GPU-hours weigh their price as one does
         (1, 24, "dear", 1.0),  # below the threshold nothing changes
         (500, 24, "cheap", 6.0),  # 500 GPU-hours: level 5 (384-767), price and data weigh 6 times
+        (50, "shipped", "dear", 1.0),  # the shipped threshold is 100 GPU-hours
+        (500, "shipped", "cheap", 4.0),  # level 3 (400-799)
     ],
 )
 def test_a_long_job_takes_the_cheaper_pool_a_short_one_packs(hours, at, cluster_name, price_weight):
-    policy = Policy(dollars_at_stake_gpu_hours=at)
+    policy = Policy() if at == "shipped" else Policy(dollars_at_stake_gpu_hours=at)
     r = request(gpus=1, expected_duration=timedelta(hours=hours))
     decision = decide(_fleet(), [r], [], policy, NOW).decisions[0]
     assert decision.outcome is Outcome.ADMITTED

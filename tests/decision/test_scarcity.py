@@ -39,11 +39,15 @@ def test_value_is_the_fleets_gpus_of_the_type_against_what_the_request_takes(ask
 
 
 def test_a_flexible_long_pod_leaves_the_only_a10_to_work_that_needs_it():
-    """`whole_nodes` and `fragmentation` like the exactly filled 1-GPU node; scarcity outweighs them."""
+    """`whole_nodes` and `fragmentation` like the exactly filled 1-GPU node; scarcity outweighs them.
+    (The shipped policy also weighs this 2,400-GPU-hour job's price more, which points the same way:
+    the check without scarcity leaves the price at its plain weight, so only scarcity is taken away.)"""
     view = fleet()
     flexible = request("any", gpus=1, expected_duration=LONG)
     assert decide_one(view, flexible).pool == "g2"
-    without = decide_one(view, flexible, policy=Policy(weights=ScoreWeights(scarcity=0)))
+    plain_price = Policy(weights=ScoreWeights(scarcity=0), dollars_at_stake_gpu_hours=None)
+    assert decide_one(view, flexible, policy=Policy(dollars_at_stake_gpu_hours=None)).pool == "g2"
+    without = decide_one(view, flexible, policy=plain_price)
     assert without.pool == "a10"
     result = decide(view, [flexible, request("needs-a10", gpus=1, gpu_types=("A10",))], [], Policy(), NOW)
     assert [d.outcome for d in result.decisions] == [Outcome.ADMITTED, Outcome.ADMITTED]
