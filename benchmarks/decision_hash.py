@@ -5,8 +5,9 @@ that must not move a decision (a cache, a faster ranking), whatever it remembers
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/decision_hash.py   # other code
 
 The fleets and queues of `bench_engine.py` (10 and 100 clusters, seed 1), both queues (templated DAG
-steps and all-different requests), four policies (the defaults; `whole_nodes` off; weight overrides
-for two teams; no runners-up), each through ten cycles in one process, memory kept between them: the
+steps and all-different requests), five policies (the defaults; `whole_nodes` off; weight overrides
+for two teams; no runners-up; dollars at stake from 1 GPU-hour), each through ten cycles in one
+process, memory kept between them: the
 same view three times, two new reads of it, three reads with a tenth of the pools changed, the first
 view again, and the first view three hours later (the per-cycle score reads the clock; holds for
 large requests that waited an hour apply). It prints one hash per fleet, queue and policy, and one
@@ -35,6 +36,8 @@ POLICIES = {
         ]
     ),
     "no runners-up": Policy(runners_up=0),
+    # the benchmark's requests stay under the default 100 GPU-hours: staked from 1, most are
+    "dollars at stake from 1": Policy(dollars_at_stake_gpu_hours=1),
 }
 
 

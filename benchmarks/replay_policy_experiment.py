@@ -17,8 +17,8 @@ dearest eligible pool costs.
 
 `--stake-cap N` and `--stake-scores a,b` (session 13) change, in this process only, what the
 policy field `dollars_at_stake_gpu_hours` does: the highest stake level (`MAX_STAKE_LEVEL`, 7) and
-the scores it multiplies (`DOLLAR_SCORES`, price and data). `--longest N` also prints the N jobs
-that waited longest.
+the scores it multiplies (`Plugins.dollar_scores`: those `in_dollars`, price and data).
+`--longest N` also prints the N jobs that waited longest.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from airflow_mcsched.decision import candidate_plan
+from airflow_mcsched.decision import admission, candidate_plan
 from airflow_mcsched.decision import policy as policy_module
 from airflow_mcsched.replay import policies
 from airflow_mcsched.replay.fleet import load_fleet
@@ -98,11 +98,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.dollars == "relative":
         candidate_plan._rank_statically = _rank_relative
-    # the module's constants, read at each call, changed in this process only (an experiment)
+    # the engine's constants, read at each call, changed in this process only (an experiment)
     if args.stake_cap is not None:
         policy_module.MAX_STAKE_LEVEL = args.stake_cap
     if args.stake_scores is not None:
-        policy_module.DOLLAR_SCORES = tuple(args.stake_scores.split(","))
+        staked = tuple(args.stake_scores.split(","))
+        admission.Plugins.dollar_scores = property(lambda _: staked)
     policy = changed_policy(args.settings)
 
     class Changed(policies.Mcsched):

@@ -45,6 +45,11 @@ class Plugins:
     filters: tuple[Filter, ...] = DEFAULT_FILTERS
     scores: tuple[Score, ...] = DEFAULT_SCORES
 
+    @property
+    def dollar_scores(self) -> tuple[str, ...]:
+        """The scores in dollars (`Score.in_dollars`): those a policy's dollars at stake weigh more."""
+        return tuple(s.name for s in self.scores if s.in_dollars)
+
 
 DEFAULT_PLUGINS = Plugins()
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 from airflow_mcsched.access.profiles import WorkKind
 from airflow_mcsched.decision.plan_cache import SharedPlans, plan_memory
@@ -16,6 +17,9 @@ from airflow_mcsched.decision.running_work import RunningWork
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.overlay import CapacityOverlay
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey, PoolView
+
+if TYPE_CHECKING:
+    from airflow_mcsched.decision.admission import Plugins
 
 
 class CycleState:
@@ -31,11 +35,12 @@ class CycleState:
         active: Iterable[Reservation],
         policy: Policy,
         now: datetime,
-        plugins: Hashable = None,
+        plugins: Plugins,
     ) -> None:
         self.view = view
         self.policy = policy
         self.now = now
+        self.dollar_scores = plugins.dollar_scores
         self.max_observation_age = policy.max_observation_age
         self.memory = plan_memory(view, policy, plugins)
         self.overlay = CapacityOverlay(view)
@@ -117,10 +122,12 @@ class CycleState:
     def weights_for(self, team: str, kind: WorkKind, gpu_hours: float) -> ScoreWeights:
         """The policy's weights for this team, kind and expected GPU-hours, one object per team, kind
         and stake level for as long as the view lives (request signatures name them by identity)."""
-        key = (team, kind, self.policy.stake_level(gpu_hours))
+        level = self.policy.stake_level(gpu_hours)
+        key = (team, kind, level)
         weights = self.memory.weights.get(key)
         if weights is None:
-            weights = self.memory.weights[key] = self.policy.weights_for(*key)
+            weights = self.policy.weights_for(team, kind).staked(level, self.dollar_scores)
+            self.memory.weights[key] = weights
         return weights
 
     def data_holders(self, location: str) -> tuple[str, ...]:

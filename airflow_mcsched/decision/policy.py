@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -14,10 +15,9 @@ from airflow_mcsched.access.profiles import WorkKind
 
 ANY_GPU_TYPE = "*"
 
-DOLLAR_SCORES = ("price", "data")
-"""The scores measured in dollars per GPU-hour (`Score.in_dollars`), which `dollars_at_stake_gpu_hours` weighs."""
-
 MAX_STAKE_LEVEL = 7
+"""The highest `Policy.stake_level`: from 2**6 times the threshold on (6,400 GPU-hours at the default
+100), a job's dollar scores count 8 times and no more."""
 
 DEFAULT_PRIORITY_CLASSES = {"low": 0, "normal": 100, "high": 1000, "critical": 10000}
 
@@ -54,6 +54,15 @@ class ScoreWeights(_Strict):
     spot: float = Field(default=0.2, ge=0)
     scarcity: float = Field(default=2.0, ge=0)
     whole_nodes: float = Field(default=1.0, ge=0)
+
+    def staked(self, level: int, dollar_scores: Iterable[str]) -> ScoreWeights:
+        """These weights with the dollar scores (`Score.in_dollars`, named by the engine, which knows its
+        plugins) counting 1 + `level` times (`Policy.stake_level`); a name without a weight here is
+        left out, as its score counts 1 whatever the stakes."""
+        if not level:
+            return self
+        fields = type(self).model_fields
+        return self.model_copy(update={n: getattr(self, n) * (1 + level) for n in dollar_scores if n in fields})
 
 
 class WeightOverride(_Strict):
@@ -197,19 +206,17 @@ class Policy(_Strict):
         """Numeric priority of a class name (None = default class); None when the class is unknown."""
         return self.priority_classes.get(priority_class or self.default_priority_class)
 
-    def weights_for(self, team: str, kind: WorkKind, stake_level: int = 0) -> ScoreWeights:
-        """The weights for a team and kind of work (overrides applied, the most specific last), with
-        the dollar scores multiplied by 1 + `stake_level` (see `stake_level`)."""
+    def weights_for(self, team: str, kind: WorkKind) -> ScoreWeights:
+        """The weights for a team and kind of work (overrides applied, the most specific last); the
+        engine stakes them (`ScoreWeights.staked`) by the request's `stake_level`."""
         matching = [
             o for o in self.overrides if (o.team is None or o.team == team) and (o.kind is None or o.kind == kind)
         ]
-        if not matching and not stake_level:
+        if not matching:
             return self.weights
         merged = self.weights.model_dump()
         for o in sorted(matching, key=lambda o: o.specificity):
             merged.update(o.weights)
-        for name in DOLLAR_SCORES:
-            merged[name] *= 1 + stake_level
         return ScoreWeights(**merged)
 
     def stake_level(self, gpu_hours: float) -> int:

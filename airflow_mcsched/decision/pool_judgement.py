@@ -56,6 +56,9 @@ class Setup:
     by_capacity: list[Filter]
     fit_filters: list[Filter]
     memo: dict[tuple[int, int], tuple]
+    dynamic_key: tuple
+    """Demand, and the dynamic scores with their weights and signatures: what a memo entry's weighted
+    sums and verdict depend on besides the pool (a cycle's own setups alike in it share their memo)."""
     ranking_key: tuple
     start_key: tuple | None
     """Where later rankings of the same plan and demand start from (pool_ranking.py): the ranking's
@@ -117,7 +120,8 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         by_capacity=template.by_capacity,
         fit_filters=template.fit_filters,
         # shared by the cycle's setups alike in demand, dynamic scores, weights and per-cycle signatures
-        memo=ctx.cycle.fit_memos.setdefault((template.ranking_key[1], key[2:]), {}),
+        memo=ctx.cycle.fit_memos.setdefault((template.dynamic_key, key[2:]), {}),
+        dynamic_key=template.dynamic_key,
         ranking_key=(template.ranking_key, key[2:]),
         start_key=template.start_key,
         per_cycle_at=template.per_cycle_at,
@@ -149,6 +153,7 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
         by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
         fit_filters=[f for f in live if f.fit],
         memo={} if per_cycle_at else memory.fit_memo_for(dynamic_key),
+        dynamic_key=dynamic_key,
         ranking_key=ranking_key,
         start_key=ranking_key if fixed else None,
         per_cycle_at=per_cycle_at,

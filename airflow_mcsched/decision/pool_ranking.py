@@ -101,7 +101,7 @@ class PoolRanking:
         optimistic value. When most do (a new capacity read), start afresh instead, which costs less
         than putting each back, and return True: the start is then out of date."""
         heap, version, level, judged_on = start.state(ctx, setup)
-        stale = self._stale(overlay, judged_on, judged_on)
+        stale = self._stale(overlay, judged_on)
         if 2 * len(stale) > len(judged_on):
             return True
         self._heap, self._version, self._level = list(heap), dict(version), dict(level)
@@ -110,13 +110,15 @@ class PoolRanking:
         return False
 
     def _stale(
-        self, overlay: CapacityOverlay, ordinals: Iterable[int], judged_on: dict[int, PoolCapacity]
+        self, overlay: CapacityOverlay, judged_on: dict[int, PoolCapacity], among: Iterable[int] | None = None
     ) -> list[int]:
-        """Of these pools, the judged ones whose capacity is no longer the object they were judged on.
+        """The judged pools (of those `among` them, if given) whose capacity is no longer the object
+        they were judged on.
 
         A pool still at its most optimistic value is never stale: that value does not read capacity.
         """
         changed, static = overlay.by_ordinal, self._static
+        ordinals = judged_on if among is None else among
         return [
             o
             for o in ordinals
@@ -145,7 +147,7 @@ class PoolRanking:
             return
         self._synced = len(log)
         named = set(log[since:]) if len(log) - since < len(self._judged_on) else self._judged_on
-        self._refresh(self._stale(overlay, named, self._judged_on), bound)
+        self._refresh(self._stale(overlay, self._judged_on, named), bound)
 
     def best(self, ctx: RequestContext, setup: Setup, want: int) -> list[Feasible]:
         overlay = ctx.cycle.overlay

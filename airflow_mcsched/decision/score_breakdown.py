@@ -5,6 +5,10 @@ from __future__ import annotations
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import ScoredCandidate, ScorePart
 from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Feasible, Setup
+from airflow_mcsched.decision.scores.base import Score
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.pool_capacity import PoolCapacity
+from airflow_mcsched.view.snapshot import ClusterView, PoolView
 
 _new = tuple.__new__
 
@@ -18,7 +22,7 @@ def scored_candidate(ctx: RequestContext, setup: Setup, f: Feasible, with_figure
     if with_figures:
         capacity, pods = f.capacity, f.pods
         parts = [
-            _new(ScorePart, (s.name, v, w, s.explain(ctx, cluster, pool, capacity, pods)))
+            _new(ScorePart, (s.name, v, w, _figures(ctx, s, cluster, pool, capacity, pods)))
             for (s, w), v in zip(dynamic, f.dynamic_values, strict=True)
         ]
     else:
@@ -33,6 +37,33 @@ def scored_candidate(ctx: RequestContext, setup: Setup, f: Feasible, with_figure
     )
 
 
+def _figures(
+    ctx: RequestContext,
+    score: Score,
+    cluster: ClusterView,
+    pool: PoolView,
+    capacity: PoolCapacity,
+    pods: tuple[NodeAllocation, ...],
+) -> tuple[tuple[str, float | str | bool], ...]:
+    """The score's figures; a dollar score that the work's stakes weigh more (`Policy.stake_level`)
+    also says why its weight is what it is: the GPU-hours at stake, the policy's threshold, and how
+    many times the score counts."""
+    figures = score.explain(ctx, cluster, pool, capacity, pods)
+    if score.name not in ctx.cycle.dollar_scores:
+        return figures
+    policy = ctx.cycle.policy
+    gpu_hours = ctx.demand.gpu_equivalent * ctx.hours
+    level = policy.stake_level(gpu_hours)
+    if not level:
+        return figures
+    return (
+        *figures,
+        ("gpu_hours_at_stake", gpu_hours),
+        ("stakes_from_gpu_hours", policy.dollars_at_stake_gpu_hours),
+        ("weighed_times", 1 + level),
+    )
+
+
 def _static_parts(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: bool) -> tuple[ScorePart, ...]:
     """The static scores' parts of a pool, made once per setup: their values and figures, like the
     plan's static columns, read the request's signature and the pool, never its capacity
@@ -44,7 +75,7 @@ def _static_parts(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: 
         static = zip(setup.plan.static_scores, f.static_values, strict=True)
         if with_figures:
             known = tuple(
-                _new(ScorePart, (s.name, v, w, s.explain(ctx, cluster, pool, capacity, pods))) for (s, w), v in static
+                _new(ScorePart, (s.name, v, w, _figures(ctx, s, cluster, pool, capacity, pods))) for (s, w), v in static
             )
         else:
             known = tuple(_new(ScorePart, (s.name, v, w, ())) for (s, w), v in static)

@@ -9,6 +9,8 @@ import pytest
 
 from airflow_mcsched.access.profiles import WorkKind
 from airflow_mcsched.decision import Outcome, Policy, PolicyError, decide
+from airflow_mcsched.decision.admission import DEFAULT_PLUGINS, Plugins
+from airflow_mcsched.decision.scores import DEFAULT_SCORES, PriceScore
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, view_of
 
 pytestmark = pytest.mark.usefixtures("fresh_memory")
@@ -38,12 +40,27 @@ def test_only_the_dollar_scores_are_multiplied_and_overrides_still_apply():
         dollars_at_stake_gpu_hours=24,
         overrides=[{"team": "ml", "weights": {"price": 2.0, "fragmentation": 0.5}}],
     )
+    assert DEFAULT_PLUGINS.dollar_scores == ("price", "data")  # the scores `in_dollars`
     plain = policy.weights_for("ml", WorkKind.TRAINING)
-    staked = policy.weights_for("ml", WorkKind.TRAINING, stake_level=2)
+    staked = plain.staked(2, DEFAULT_PLUGINS.dollar_scores)
     assert (plain.price, plain.data, plain.fragmentation) == (2.0, 1.0, 0.5)
     assert (staked.price, staked.data) == (6.0, 3.0)
     others = set(type(plain).model_fields) - {"price", "data"}
     assert {n: getattr(staked, n) for n in others} == {n: getattr(plain, n) for n in others}
+    assert plain.staked(0, DEFAULT_PLUGINS.dollar_scores) is plain
+
+
+class _PriceNotInDollars(PriceScore):
+    in_dollars = False
+
+
+@pytest.mark.parametrize(("price_score", "weight"), [(PriceScore(), 6.0), (_PriceNotInDollars(), 1.0)])
+def test_the_engine_stakes_the_scores_its_plugins_say_are_in_dollars(price_score, weight):
+    """A plugin set whose `price` is not in dollars (a custom score) leaves it at its own weight."""
+    plugins = Plugins(scores=tuple(price_score if s.name == "price" else s for s in DEFAULT_SCORES))
+    r = request(gpus=1, expected_duration=timedelta(hours=500))
+    decision = decide(_fleet(), [r], [], Policy(dollars_at_stake_gpu_hours=24), NOW, plugins=plugins).decisions[0]
+    assert decision.placement.part("price").weight == weight
 
 
 def test_a_threshold_that_is_not_positive_is_refused_naming_the_field():
@@ -78,5 +95,13 @@ def test_a_long_job_takes_the_cheaper_pool_a_short_one_packs(hours, at, cluster_
     assert decision.placement.cluster == cluster_name
     price = decision.placement.part("price")
     assert price.weight == price_weight  # the explanation shows the weight the ranking used
+    # and why: the GPU-hours at stake, the threshold and how many times the price counts
+    figures = dict(price.detail)
+    if price_weight > 1:
+        assert figures["weighed_times"] == price_weight
+        assert figures["gpu_hours_at_stake"] == hours
+        assert figures["stakes_from_gpu_hours"] == (100 if at == "shipped" else at)
+    else:
+        assert "weighed_times" not in figures
     runner_up = decision.runners_up[0]
     assert runner_up.cluster != cluster_name
