@@ -21,6 +21,10 @@ class RequestContext:
     weights: ScoreWeights
     duration: timedelta
     hours: float
+    gpu_hours: float
+    """GPUs (in whole-GPU equivalents) x expected hours: what the work will use."""
+    stake_level: int
+    """`Policy.stake_level` of those GPU-hours: how much more its dollar scores weigh."""
     cycle: CycleState
 
     @classmethod
@@ -29,13 +33,17 @@ class RequestContext:
         duration = policy.expected_duration(request.kind, request.expected_duration)
         demand = Demand.of(request)
         hours = duration.total_seconds() / 3600
+        gpu_hours = demand.gpu_equivalent * hours
+        stake_level = policy.stake_level(gpu_hours)
         return cls(
             request=request,
             demand=demand,
             priority=priority,
-            weights=cycle.weights_for(request.team, request.kind, demand.gpu_equivalent * hours),
+            weights=cycle.weights_for(request.team, request.kind, stake_level),
             duration=duration,
             hours=hours,
+            gpu_hours=gpu_hours,
+            stake_level=stake_level,
             cycle=cycle,
         )
 

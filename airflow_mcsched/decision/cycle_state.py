@@ -119,14 +119,14 @@ class CycleState:
     def running_in(self, key: PoolKey) -> Iterable[Reservation]:
         return self.running.in_pool(key)
 
-    def weights_for(self, team: str, kind: WorkKind, gpu_hours: float) -> ScoreWeights:
-        """The policy's weights for this team, kind and expected GPU-hours, one object per team, kind
-        and stake level for as long as the view lives (request signatures name them by identity)."""
-        level = self.policy.stake_level(gpu_hours)
-        key = (team, kind, level)
+    def weights_for(self, team: str, kind: WorkKind, stake_level: int) -> ScoreWeights:
+        """The policy's weights for this team and kind, staked by `stake_level` (`Policy.stake_level`),
+        one object per team, kind and level for as long as the view lives (request signatures name
+        them by identity)."""
+        key = (team, kind, stake_level)
         weights = self.memory.weights.get(key)
         if weights is None:
-            weights = self.policy.weights_for(team, kind).staked(level, self.dollar_scores)
+            weights = self.policy.weights_for(team, kind).staked(stake_level, self.dollar_scores)
             self.memory.weights[key] = weights
         return weights
 

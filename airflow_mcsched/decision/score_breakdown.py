@@ -49,18 +49,13 @@ def _figures(
     also says why its weight is what it is: the GPU-hours at stake, the policy's threshold, and how
     many times the score counts."""
     figures = score.explain(ctx, cluster, pool, capacity, pods)
-    if score.name not in ctx.cycle.dollar_scores:
-        return figures
-    policy = ctx.cycle.policy
-    gpu_hours = ctx.demand.gpu_equivalent * ctx.hours
-    level = policy.stake_level(gpu_hours)
-    if not level:
+    if not ctx.stake_level or score.name not in ctx.cycle.dollar_scores:
         return figures
     return (
         *figures,
-        ("gpu_hours_at_stake", gpu_hours),
-        ("stakes_from_gpu_hours", policy.dollars_at_stake_gpu_hours),
-        ("weighed_times", 1 + level),
+        ("gpu_hours_at_stake", ctx.gpu_hours),
+        ("stakes_from_gpu_hours", ctx.cycle.policy.dollars_at_stake_gpu_hours),
+        ("weighed_times", 1 + ctx.stake_level),
     )
 
 

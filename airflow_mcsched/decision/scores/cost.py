@@ -21,8 +21,12 @@ class PriceScore(Score):
     def explain(self, ctx, cluster, pool, capacity, pods):
         price = pool.price_for(ctx.request.interruptible)
         spot = ctx.request.interruptible and pool.spot_price_per_gpu_hour is not None
-        gpu_hours = ctx.demand.gpu_equivalent * ctx.hours
-        return (("price_per_gpu_hour", price), ("spot", spot), ("gpu_hours", gpu_hours), ("dollars", price * gpu_hours))
+        return (
+            ("price_per_gpu_hour", price),
+            ("spot", spot),
+            ("gpu_hours", ctx.gpu_hours),
+            ("dollars", price * ctx.gpu_hours),
+        )
 
 
 class DataLocalityScore(Score):
@@ -43,9 +47,7 @@ class DataLocalityScore(Score):
     def measure(self, ctx, cluster, pool, capacity, pods):
         """(egress + idle GPUs while staging) spread over the run's GPU-hours (at least one)."""
         s = staging_to(ctx, cluster)
-        return (s.egress_dollars + self._idle_dollars(ctx, pool, s.seconds)) / max(
-            1.0, ctx.demand.gpu_equivalent * ctx.hours
-        )
+        return (s.egress_dollars + self._idle_dollars(ctx, pool, s.seconds)) / max(1.0, ctx.gpu_hours)
 
     def explain(self, ctx, cluster, pool, capacity, pods):
         s = staging_to(ctx, cluster)
