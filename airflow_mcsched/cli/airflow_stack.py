@@ -16,11 +16,13 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +39,14 @@ HEALTH_KEYS = {
 
 
 STACK_HOSTNAME_ENV = "MCSCHED_STACK_HOSTNAME"
+
+# `[database] sql_alchemy_connect_args(_async)` of a stack on SQLite: how long a connection waits
+# for another process's write to end before it fails with "database is locked". Python's default
+# of 5 s is short on a busy two-core machine where four Airflow processes and the placement
+# service share one file: an API call then answered 500 "Database error" while the scheduler
+# committed. Airflow imports these by name.
+SQLITE_CONNECT_ARGS: dict[str, Any] = {"timeout": 60}
+SQLITE_ASYNC_CONNECT_ARGS: dict[str, Any] = {"timeout": 60}
 
 
 def stack_hostname() -> str:
@@ -113,9 +123,33 @@ class AirflowStack:
             "AIRFLOW__MCSCHED__SYNC_ENABLED": "True",
             "AIRFLOW__MCSCHED__SYNC_INTERVAL_SECONDS": "3",
             "AIRFLOW__MCSCHED__ADMISSION_INTERVAL_SECONDS": "2",
+            **self.sqlite_env(),
             **self.celery_env(),
             **self.extra_env,
         }
+
+    @property
+    def on_sqlite(self) -> bool:
+        return self.sql_alchemy_conn.startswith("sqlite")
+
+    def sqlite_env(self) -> dict[str, str]:
+        """A longer wait for SQLite's single writer (see `SQLITE_CONNECT_ARGS`); nothing on other DBs."""
+        if not self.on_sqlite:
+            return {}
+        return {
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": f"{__name__}.SQLITE_CONNECT_ARGS",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": f"{__name__}.SQLITE_ASYNC_CONNECT_ARGS",
+        }
+
+    def use_wal(self) -> None:
+        """Switch the SQLite file to write-ahead logging (kept in the file): readers then never
+        block the writer nor wait for its commit, so the processes' many reads stop queueing
+        behind each write."""
+        db_file = self.sql_alchemy_conn.split(":///", 1)[1]
+        with closing(sqlite3.connect(db_file, timeout=60)) as db:
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise RuntimeError(f"SQLite at {db_file} refused write-ahead logging (journal mode {mode})")
 
     def celery_env(self) -> dict[str, str]:
         """The broker and queue settings, only when the stack runs Celery (the other executors
@@ -145,6 +179,8 @@ class AirflowStack:
         airflow = str(Path(sys.executable).with_name("airflow"))
         env = self.env()
         subprocess.run([airflow, "db", "migrate"], check=True, env=env, stdout=subprocess.DEVNULL)
+        if self.on_sqlite:
+            self.use_wal()
         for name in self.components:
             args = [airflow, name] + (["-p", str(self.port), "-H", "127.0.0.1"] if name == "api-server" else [])
             self.processes[name] = self._spawn(name, args, env)

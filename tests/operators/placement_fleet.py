@@ -176,15 +176,29 @@ class PlacementFleet:
 
     def run_logged(self, source: Path | str, dag_id: str) -> str:
         """Run in a fresh process with task logs at INFO (Airflow fixes its log level once per
-        process); returns the output, which ends with the run's state."""
+        process); returns the output, which ends with the run's state. The output is written to
+        `output_file(dag_id)` as it comes, so a test can act on what the run has said so far."""
         path = source if isinstance(source, Path) else TEST_DAGS / source
         target = self.dags_folder / f"{dag_id}.py"
         shutil.copy(path, target)
-        env = {**os.environ, "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"}
-        result = subprocess.run(
-            [sys.executable, "-c", RUN_DAG, str(target), dag_id], env=env, capture_output=True, text=True, timeout=240
-        )
-        return result.stdout + result.stderr
+        env = {**os.environ, "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"}
+        output = self.output_file(dag_id)
+        with output.open("w") as out:
+            subprocess.run(
+                [sys.executable, "-c", RUN_DAG, str(target), dag_id],
+                env=env, stdout=out, stderr=subprocess.STDOUT, timeout=240,
+            )  # fmt: skip
+        return output.read_text()
+
+    def output_file(self, dag_id: str) -> Path:
+        return self.dags_folder.parent / f"{dag_id}.out"
+
+    def has_logged(self, dag_id: str, text: str) -> Callable[[], bool]:
+        """True once `run_logged(..., dag_id)` has printed `text` (a step's own word that it saw
+        something, where the DB alone would race with what the step was told)."""
+        output = self.output_file(dag_id)
+        output.unlink(missing_ok=True)
+        return lambda: output.exists() and text in output.read_text()
 
     def pool(self, cluster: str, pool: str):
         profile = next(c for c in self.spec.clusters if c.name == cluster)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operators.placement_fleet import active_reservations, hold_capacity, is_queued, placement_rows, release_once
+from tests.operators.placement_fleet import active_reservations, hold_capacity, placement_rows, release_once
 
 L4_NODE = {"kind": "batch", "gpus": 4, "gpu_types": ["NVIDIA-L4"], "cpu": 1, "memory_gib": 2}
 
@@ -13,7 +13,8 @@ L4_NODE = {"kind": "batch", "gpus": 4, "gpu_types": ["NVIDIA-L4"], "cpu": 1, "me
 def test_a_deferrable_step_waits_in_the_triggerer_then_runs_and_releases(placement_fleet):
     dag_id = "mcsched_deferrable_op"
     first_hold, second_hold = hold_capacity(L4_NODE, L4_NODE)  # both L4 nodes are taken: the step waits
-    release_once(is_queued(dag_id, "score"), first_hold)
+    # once the step has said it waits (the DB's pending row alone races with the submit's answer)
+    release_once(placement_fleet.has_logged(dag_id, "deferring until admitted"), first_hold)
 
     log = placement_fleet.run_logged("mcsched_deferrable_step.py", dag_id)
 
