@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads same,same,same,new,new
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads new,new,new,new,new
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads changed,changed,changed,changed,changed,changed
+    .venv/bin/python benchmarks/engine_cycles.py --queue steps --reads same,same,same,new --busy
 
 The fleet and queues of `bench_engine.py` (100 clusters, seed 1). One cycle on the first view
 first, untimed; then one cycle per entry of `--reads`: `same` decides again on that view, `new` on
@@ -11,6 +12,13 @@ a view built anew from the same reads, `changed` on one where a tenth of the poo
 one cycle to the next. Calls are counted under cProfile in a second pass over the same views (the
 figures of one cycle, not its time); memory in a third, under tracemalloc: what the engine keeps
 after each cycle (its result dropped), the untimed first cycle included (`first`).
+
+`--busy`: the cycles after a burst. The benchmark's queue against its half-free fleet is the worst
+case, a cycle that admits about 900 requests at once (each with its explanation, runners-up and
+reservation). With `--busy`, another 1,000 requests of the same kind are decided first, untimed,
+and the reservations granted to them count as running work; the measured cycles then decide the
+benchmark's queue on that fuller fleet, where most of it waits: the steady state of a long queue,
+decided again every admission interval.
 """
 
 from __future__ import annotations
@@ -22,19 +30,22 @@ import pstats
 import random
 import time
 import tracemalloc
+from datetime import timedelta
 
 from bench_engine import NOW, changed_reads, fleet_and_queues, new_reads
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
 
 
-def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str) -> list[str]:
+def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: bool = False) -> list[str]:
     """The figure of each cycle: CPU ms, function calls under cProfile, or MB kept (tracemalloc)."""
     plan_cache.forget_all()
     gc.collect()
     rng = random.Random(1)
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
+    if busy:
+        running = fill(view, queue, running)
     views = {
         "same": lambda: view,
         "new": lambda: new_reads(profiles, observations, 1)[0],
@@ -65,6 +76,25 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str) -> lis
     return figures
 
 
+def fill(view, queue: list, running: list) -> list:
+    """The running work once the fleet is full: cycles over batches of 1,000 other requests like
+    `queue`'s (ids renamed, arrivals earlier) until one admits fewer than 100 of them, each cycle's
+    grants added and the work it preempted gone. Nothing of those cycles stays remembered."""
+    batch = 0
+    while True:
+        batch += 1
+        earlier = [
+            r.model_copy(update={"id": f"fill{batch}-{r.id}", "arrival": r.arrival - timedelta(hours=batch)})
+            for r in queue
+        ]
+        result = decide(view, earlier, running, Policy(), NOW)
+        stopped = {v.reservation_id for v in result.preemptions}
+        running = [*(r for r in running if r.id not in stopped), *result.reservations]
+        if len(result.reservations) < 100:
+            plan_cache.forget_all()
+            return running
+
+
 def _kept_mb() -> str:
     gc.collect()
     return f"{tracemalloc.get_traced_memory()[0] / 1e6:.1f}"
@@ -75,10 +105,11 @@ def main() -> None:
     parser.add_argument("--queue", choices=["steps", "random"], default="random")
     parser.add_argument("--reads", default="same,same,same,new,new")
     parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--busy", action="store_true", help="after a burst cycle over 1,000 like requests")
     args = parser.parse_args()
     reads = args.reads.split(",")
     for figure, label in (("cpu", "CPU ms"), ("calls", "calls"), ("memory", "MB kept")):
-        figures = cycles(args.queue, reads, args.clusters, figure)
+        figures = cycles(args.queue, reads, args.clusters, figure, args.busy)
         names = ["first", *reads] if figure == "memory" else reads
         print(f"{label}: " + " ".join(f"{h}={f}" for h, f in zip(names, figures, strict=True)))
 
