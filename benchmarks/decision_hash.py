@@ -3,6 +3,7 @@ that must not move a decision (a cache, a faster ranking), whatever it remembers
 
     .venv/bin/python benchmarks/decision_hash.py            # the code imported
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/decision_hash.py   # other code
+    .venv/bin/python benchmarks/decision_hash.py --busy     # on a full fleet (engine_cycles.py --busy)
 
 The fleets and queues of `bench_engine.py` (10 and 100 clusters, seed 1), both queues (templated DAG
 steps and all-different requests), five policies (the defaults; `whole_nodes` off; weight overrides
@@ -12,16 +13,20 @@ same view three times, two new reads of it, three reads with a tenth of the pool
 view again, and the first view three hours later (the per-cycle score reads the clock; holds for
 large requests that waited an hour apply). It prints one hash per fleet, queue and policy, and one
 over all; a decision is hashed by its `repr` (outcome, reason, summary, placement with every score
-part and figure, runners-up, rejections, victims, reservation, expected start).
+part and figure, runners-up, rejections, victims, reservation, expected start). With `--busy`
+the cycles run on the fleet filled as `engine_cycles.py --busy` fills it, where most requests wait
+and many preempt.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import random
 from datetime import timedelta
 
 from bench_engine import NOW, changed_reads, fleet_and_queues, new_reads
+from engine_cycles import fill
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
 from airflow_mcsched.decision.policy import WeightOverride
@@ -41,12 +46,14 @@ POLICIES = {
 }
 
 
-def cycle_hashes(clusters: int, queue_kind: str, policy: Policy) -> str:
+def cycle_hashes(clusters: int, queue_kind: str, policy: Policy, busy: bool = False) -> str:
     """The hash of ten cycles' decisions, on a fleet with nothing remembered before the first."""
     plan_cache.forget_all()
     rng = random.Random(1)
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
+    if busy:
+        running = fill(view, queue, running)
     views = [
         (view, NOW),
         (view, NOW),
@@ -66,11 +73,14 @@ def cycle_hashes(clusters: int, queue_kind: str, policy: Policy) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--busy", action="store_true", help="on a full fleet")
+    busy = parser.parse_args().busy
     overall = hashlib.sha256()
     for clusters in (10, 100):
         for queue_kind in ("steps", "random"):
             for name, policy in POLICIES.items():
-                h = cycle_hashes(clusters, queue_kind, policy)
+                h = cycle_hashes(clusters, queue_kind, policy, busy)
                 overall.update(h.encode())
                 print(f"{clusters:>4} clusters  {queue_kind:<6}  {name:<22} {h}", flush=True)
     print(f"all: {overall.hexdigest()[:16]}")

@@ -83,11 +83,13 @@ class HeadReservation:
 class HeldRoom:
     """Every head of the cycle, in admission order: work may start only where all of them allow it."""
 
-    __slots__ = ("_refused_by", "heads")
+    __slots__ = ("_refused_by", "commits", "heads")
 
     def __init__(self, heads: Iterable[HeadReservation] = ()) -> None:
         self.heads: list[HeadReservation] = list(heads)
         self._refused_by: HeadReservation | None = None
+        self.commits = 0
+        """Placements committed so far: what the heads allow changes with each (preemption.py)."""
 
     def allows(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> bool:
         for head in self.heads:
@@ -97,6 +99,7 @@ class HeldRoom:
         return True
 
     def commit(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> None:
+        self.commits += 1
         for head in self.heads:
             head.commit(pool, pods, end)
 

@@ -59,7 +59,8 @@ class CycleState:
         self.rankings: dict[tuple, object] = {}
         self.setups: dict[tuple, object] = {}  # setups with per-cycle scores (pool_judgement.py)
         self.fit_memos: dict[tuple, dict] = {}  # and the verdicts they share (pool_judgement.py)
-        self.no_victims: dict[tuple, dict[int, tuple]] = {}
+        self.pool_searches: dict[tuple, dict[int, tuple]] = {}  # pool searches of requests alike (preemption.py)
+        self.victims_below: dict[tuple, tuple] = {}  # by pool and priority, while its work is unchanged (preemption.py)
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
         self.fits_nowhere: dict[tuple, tuple] = {}  # rejections of requests no pool fits (candidates.py)
         self.waiting_parts: dict[int, tuple] = {}  # the reason and tally of those rejections (admission.py)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from math import comb
 
+from airflow_mcsched.decision.backfill import HeldRoom
 from airflow_mcsched.decision.candidates import Evaluation
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.demand import Demand
@@ -30,9 +31,12 @@ PREEMPTABLE = CAPACITY_REASONS | {Reason.QUOTA_EXCEEDED}
 
 @dataclass(frozen=True, slots=True)
 class VictimChoice:
+    """Running work that a plan would stop, and why. The search leaves `message` empty (it tries far
+    more candidates than it keeps); `plan_preemption` says it for the plan it returns."""
+
     reservation: Reservation
     reason: Reason
-    message: str
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +56,47 @@ class PreemptionPlan:
         return (len(self.victims), self.cost_per_hour, self.pool.ordinal)
 
 
+def _victim(ctx: RequestContext, r: Reservation, reason: Reason, pool: PoolView) -> VictimChoice:
+    """Running work `r` as a victim for the request, with the reason said in its words."""
+    request = ctx.request
+    if reason is Reason.RECLAIMED_BY_LENDER:
+        message = f"team {r.team} borrows {pool.gpu_type} quota that team {request.team} needs back for {request.id}"
+    else:
+        message = (
+            f"priority {r.priority} is below {ctx.priority} of {request.id} "
+            f"({request.priority_class or ctx.cycle.policy.default_priority_class})"
+        )
+    return VictimChoice(r, reason, message)
+
+
 def _victim_order(r: Reservation) -> tuple[float, int, float, str]:
     """Cheapest first, then lower priority, then the newest grant (least work lost)."""
     return (r.cost_per_hour, r.priority, -r.granted_at.timestamp(), r.id)
+
+
+def _choice_order(v: VictimChoice) -> tuple[float, int, float, str]:
+    return _victim_order(v.reservation)
+
+
+def _below_in_pool(ctx: RequestContext, pool: PoolView) -> list[VictimChoice]:
+    """The pool's running interruptible work of lower priority than the request's, not granted this
+    cycle nor already stopping, in victim order: shared by the cycle's searches at that priority
+    while the pool's work is unchanged (a search only reads it). A search of a pool with many
+    running reservations went over all of them, and sorted those below, for every request."""
+    cycle, priority = ctx.cycle, ctx.priority
+    version = cycle.running.pool_version(pool.key)
+    known = cycle.victims_below.get((pool.key, priority))
+    if known is not None and known[0] == version:
+        return known[1]
+    granted = cycle.granted_ids
+    eligible = [
+        VictimChoice(r, Reason.PREEMPTED_BY_PRIORITY)
+        for r in cycle.running_in(pool.key)
+        if r.interruptible and r.priority < priority and r.preempted_by is None and r.id not in granted
+    ]
+    eligible.sort(key=_choice_order)
+    cycle.victims_below[(pool.key, priority)] = (version, eligible)
+    return eligible
 
 
 class _PoolSearch:
@@ -78,36 +120,24 @@ class _PoolSearch:
         self.stopping: tuple[Reservation, ...] = ()
         if cycle.running.stopping_for(request.id):
             self.stopping = tuple(r for r in cycle.running.values() if r.preempted_by == request.id)
-        eligible: list[VictimChoice] = []
+        if not self.quota_short:
+            self.eligible = _below_in_pool(ctx, pool)
+            return
+        # work of the team and its cohort anywhere, as well as the pool's, may give back quota
         nearby = {r.id: r for r in cycle.running_in(pool.key)}
-        if self.quota_short:
-            teams = cohort | {request.team}
-            nearby.update((r.id, r) for r in cycle.running.values() if r.team in teams and r.gpu_type == pool.gpu_type)
+        teams = cohort | {request.team}
+        nearby.update((r.id, r) for r in cycle.running.values() if r.team in teams and r.gpu_type == pool.gpu_type)
+        eligible: list[VictimChoice] = []
         for r in nearby.values():
             if r.id in cycle.granted_ids or not r.interruptible or r.preempted_by is not None:
                 continue
             same_type = r.gpu_type == pool.gpu_type
             borrower = r.team != request.team and r.team in cohort and same_type
-            if lender and self.quota_short and borrower and quota.borrowed(r.team, pool.gpu_type) > 0:
-                eligible.append(
-                    VictimChoice(
-                        r,
-                        Reason.RECLAIMED_BY_LENDER,
-                        f"team {r.team} borrows {pool.gpu_type} quota that team {request.team} "
-                        f"needs back for {request.id}",
-                    )
-                )
-                continue
-            if r.priority < ctx.priority:
-                eligible.append(
-                    VictimChoice(
-                        r,
-                        Reason.PREEMPTED_BY_PRIORITY,
-                        f"priority {r.priority} is below {ctx.priority} of {request.id} "
-                        f"({request.priority_class or cycle.policy.default_priority_class})",
-                    )
-                )
-        eligible.sort(key=lambda v: _victim_order(v.reservation))
+            if lender and borrower and quota.borrowed(r.team, pool.gpu_type) > 0:
+                eligible.append(VictimChoice(r, Reason.RECLAIMED_BY_LENDER))
+            elif r.priority < ctx.priority:
+                eligible.append(VictimChoice(r, Reason.PREEMPTED_BY_PRIORITY))
+        eligible.sort(key=_choice_order)
         self.eligible = eligible
 
     def fits(self, victims: Sequence[VictimChoice]) -> tuple[NodeAllocation, ...] | None:
@@ -280,21 +310,58 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     view = cycle.view
     quota_may_help = _quota_reclaim_possible(ctx)
     stopping = cycle.running.stopping_for(ctx.request.id)
-    # "Nothing to stop here" holds for requests alike in demand and priority while neither the
-    # pool's capacity nor its running work changes (quota and stopping victims are not remembered).
-    memo = None if quota_may_help or stopping else cycle.no_victims.setdefault((ctx.demand, ctx.priority), {})
+    memo = _search_memo(ctx, quota_may_help or bool(stopping))
     for _, rejection in evaluation.judged:
         if rejection.lasting or rejection.reason not in PREEMPTABLE:
             continue
         pool = view.pool(rejection.cluster, rejection.pool)
         if not (stopping or quota_may_help or _has_lower_interruptible(ctx, pool)):
             continue
-        state = (cycle.overlay.capacity(pool), cycle.running.pool_version(pool.key))
-        if memo is not None and memo.get(pool.ordinal) == state:
-            continue
-        plan = _PoolSearch(ctx, pool).plan()
-        if plan is None and memo is not None:
-            memo[pool.ordinal] = state
+        plan = _PoolSearch(ctx, pool).plan() if memo is None else _remembered_search(ctx, pool, memo)
         if plan is not None and (best is None or plan.rank() < best.rank()):
             best = plan
-    return best
+    if best is None:
+        return None
+    # the search chose whom to stop (perhaps for an earlier request alike); say why, for this one
+    victims = tuple(_victim(ctx, v.reservation, v.reason, best.pool) for v in best.victims)
+    return PreemptionPlan(best.pool, best.pods, victims, best.stopping)
+
+
+def _search_memo(ctx: RequestContext, own: bool) -> dict[int, tuple] | None:
+    """The pool searches remembered for requests alike in what a search reads, or None when this
+    request's search is its own (`own`: its quota may be reclaimed, or work is stopping for it).
+
+    A search reads the demand, the priority (which work is below it), the expected end (the backfill
+    heads' check) and, for a team with a quota, the team and its use; so a team with a quota searches
+    afresh. Beyond those, it reads the pool's capacity, its running work and the backfill heads,
+    which `_remembered_search` compares."""
+    if own or ctx.request.team in ctx.cycle.teams_with_quota:
+        return None
+    return ctx.cycle.pool_searches.setdefault((ctx.demand, ctx.priority, ctx.duration), {})
+
+
+def _head_commits(head: HeldRoom | None) -> int:
+    return 0 if head is None else head.commits
+
+
+def _remembered_search(ctx: RequestContext, pool: PoolView, memo: dict[int, tuple]) -> PreemptionPlan | None:
+    """`_PoolSearch(ctx, pool).plan()`, from an earlier request's search where it still holds.
+
+    "Nothing to stop here" holds while the pool's capacity and running work are unchanged: the heads
+    held since, and their commits, only refuse more. A plan found holds while the heads are also the
+    same (it may start where a newer head refuses).
+    Several requests alike that each preempt look at the same pools: without this, each searched
+    every pool again, where only the one the last of them preempted in had changed."""
+    cycle = ctx.cycle
+    state = (cycle.overlay.capacity(pool), cycle.running.pool_version(pool.key))
+    head = cycle.head
+    known = memo.get(pool.ordinal)
+    if known is not None and known[0] == state:
+        plan = known[1]
+        if plan is None:
+            return None
+        if known[2] is head and known[3] == _head_commits(head):
+            return plan
+    plan = _PoolSearch(ctx, pool).plan()
+    memo[pool.ordinal] = (state, plan, head, _head_commits(head))
+    return plan

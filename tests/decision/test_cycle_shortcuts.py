@@ -3,7 +3,10 @@
 - a request of a demand that an earlier request of the cycle found fitting no pool, before any
   capacity changed, takes that request's rejections instead of walking the fleet again;
 - the backfill replay of running work follows only the nodes that ends touch until the request
-  may fit (`backfill._PoolReplay`).
+  may fit (`backfill._PoolReplay`);
+- a pool's search for work to preempt is reused by later requests alike (demand, priority, expected
+  duration) while nothing it read changed, and its candidate victims are kept per priority while the
+  pool's work is unchanged (`preemption._search_memo`, `preemption._below_in_pool`).
 
 Each is checked against the engine with the shortcut turned off, on random fleets and queues.
 """
@@ -15,7 +18,7 @@ from datetime import timedelta
 
 import pytest
 
-from airflow_mcsched.decision import Outcome, Policy, backfill, candidates, decide, plan_cache
+from airflow_mcsched.decision import Outcome, Policy, backfill, candidates, decide, plan_cache, preemption
 from airflow_mcsched.decision.admission import AdmissionCycle
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
 from tests.decision.test_plan_cache import POLICIES, random_queue, random_running, random_view
@@ -37,18 +40,70 @@ def _cycles(seed: int):
     ]
 
 
+def _busy_cycles(seed: int):
+    """Every GPU of the fleet taken by one-GPU work, most of it interruptible and of low priority, and
+    long queues of few shapes and durations above it: most requests preempt or wait behind a head."""
+    rng = random.Random(seed)
+    view = random_view(rng)
+    running = []
+    for p in view.pools:
+        for node in p.capacity.nodes if p.gpu_type else ():
+            for i in range(node.whole_gpus_free):
+                running.append(
+                    reservation(
+                        f"{node.name}-{i}", p.cluster, p.name, node.name, gpu_type=p.gpu_type,
+                        priority=rng.choice([0, 0, 100]), interruptible=rng.random() < 0.8,
+                        price=rng.choice([1.0, 2.0]), ends_in=timedelta(minutes=rng.choice([30, 120])),
+                    )
+                )  # fmt: skip
+    shapes = [{"gpus": 1}, {"gpus": 2}, {"gpus": 4}, {"gpus": 8}, {"gpus": 8, "pods": 2}]
+    queue = [
+        request(
+            f"q{i}", team=rng.choice(["ml", "vision"]), priority_class=rng.choice(["normal", "high"]),
+            expected_duration=timedelta(minutes=rng.choice([20, 600])), arrival=NOW - timedelta(seconds=60 - i),
+            **rng.choice(shapes),
+        )
+        for i in range(60)
+    ]  # fmt: skip
+    return view, [(queue, running, NOW), (queue, running, NOW + timedelta(seconds=30))]
+
+
+def _fresh_victims_below(ctx, pool):
+    ctx.cycle.victims_below.clear()  # as before the shortcut: every search lists the pool's work
+    return _victims_below(ctx, pool)
+
+
+_victims_below = preemption._below_in_pool
+
+
+@pytest.mark.parametrize("fleet", ["random", "busy"])
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
 @pytest.mark.parametrize("seed", range(5))
-def test_decisions_with_and_without_the_shortcuts_are_equal(seed, policy_name, monkeypatch):
+def test_decisions_with_and_without_the_shortcuts_are_equal(seed, policy_name, fleet, monkeypatch):
     policy = POLICIES[policy_name]
-    view, cycles = _cycles(seed)
+    view, cycles = _cycles(seed) if fleet == "random" else _busy_cycles(seed)
     fast = [decide(view, q, running, policy, now) for q, running, now in cycles]
     plan_cache.forget_all()
     with monkeypatch.context() as m:
         m.setattr(candidates, "_fits_nowhere_key", lambda ctx, setup: None)
         m.setattr(backfill._PoolReplay, "may_fit", _full_replay_may_fit)
+        m.setattr(preemption, "_search_memo", lambda ctx, own: None)
+        m.setattr(preemption, "_below_in_pool", _fresh_victims_below)
         slow = [decide(view, q, running, policy, now) for q, running, now in cycles]
     assert fast == slow
+
+
+def test_the_busy_fleets_make_requests_preempt_and_wait_behind_heads():
+    """What the busy case of the test above must exercise: many preemptions, and heads held."""
+    outcomes = []
+    for seed in range(5):
+        view, cycles = _busy_cycles(seed)
+        for q, running, now in cycles:
+            outcomes += [
+                (d.outcome, d.expected_start is not None) for d in decide(view, q, running, Policy(), now).decisions
+            ]
+    assert sum(o is Outcome.PREEMPTING for o, _ in outcomes) >= 30
+    assert sum(held for _, held in outcomes) >= 5
 
 
 def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes():

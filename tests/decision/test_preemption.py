@@ -94,3 +94,45 @@ def test_preemption_can_be_turned_off():
     running = [low("l0", "a-gpu-0"), low("l1", "a-gpu-1")]
     d = decide(full_fleet(*running), [urgent()], running, Policy(preemption=False), NOW).decision("urgent")
     assert d.outcome is Outcome.WAITING
+
+
+def test_a_short_request_preempts_where_the_backfill_head_refused_a_long_one_alike():
+    """Two requests alike in demand and priority but not in duration: the long one may not preempt
+    on the node held for the blocked head (it would run past the head's start), the short one may.
+    The search "nothing to stop here" was remembered per demand and priority alone, so the short
+    one waited too."""
+    from datetime import timedelta
+
+    held = low("held", "a-gpu-0", gpus=4, priority=HIGH, interruptible=False)  # ends in an hour
+    victims = [low(f"v{i}", "a-gpu-0", gpus=1, priority=LOW) for i in range(4)]  # interruptible
+    running = [held, *victims]
+    head = urgent("head", arrival=NOW - timedelta(minutes=3))  # 8 GPUs: fits once all that ends
+    longer = request("long", gpus=1, priority_class="high", expected_duration=timedelta(hours=10))
+    shorter = request("short", gpus=1, priority_class="high", expected_duration=timedelta(minutes=20))
+    queue = [head, longer, shorter]
+
+    result = decide(full_fleet(*running, nodes=1), queue, running, DEFAULT_POLICY, NOW)
+
+    assert result.decision("head").outcome is Outcome.WAITING  # stopping the four would not fit 8
+    assert result.decision("head").expected_start is not None  # the node is held for it
+    assert result.decision("long").outcome is Outcome.WAITING
+    d = result.decision("short")
+    assert d.outcome is Outcome.PREEMPTING, d.summary
+    assert [v.reservation_id for v in d.victims] in ([f"rsv-v{i}"] for i in range(4))
+    assert "of short" in d.victims[0].message  # named for this request
+
+
+def test_a_plan_found_for_an_earlier_request_alike_names_its_victims_for_this_one():
+    """Requests alike that each preempt reuse the searches of pools nothing changed in since; the
+    victims they stop are still named for the request that stops them."""
+    profile = cluster("a", pool("gpu", nodes=1), pool("other", nodes=1))
+    running = [
+        reservation("cheap", "a", "gpu", "a-gpu-0", gpus=8, priority=LOW, interruptible=True, price=1.0),
+        reservation("dear", "a", "other", "a-other-0", gpus=8, priority=LOW, interruptible=True, price=3.0),
+    ]
+    fleet = view_of((profile, observe(profile, free={"gpu": [0], "other": [0]}, seen=[r.id for r in running])))
+    result = decide(fleet, [urgent("first"), urgent("second")], running, DEFAULT_POLICY, NOW)
+    first, second = result.decision("first"), result.decision("second")
+    assert [(v.reservation_id, v.for_request) for v in first.victims] == [("rsv-cheap", "first")]
+    assert [(v.reservation_id, v.for_request) for v in second.victims] == [("rsv-dear", "second")]
+    assert "of second" in second.victims[0].message and "of first" in first.victims[0].message
