@@ -3,9 +3,10 @@
 A short run of the load benchmark (`benchmarks/placement_load.py`, the same code): a real
 `airflow api-server` with the plugin, the example fleet as virtual clusters, 32 clients submitting,
 starting, renewing, releasing and abandoning placements. Only the invariants are asserted, not
-timings: the machine is shared. PostgreSQL only: on SQLite the single writer makes some calls wait
-past SQLite's 5 s busy timeout at this load (500 "database is locked"; see docs/benchmarks.md), so
-a SQLite run fails invariant (c) now and then, which is a finding, not a test to keep flaky.
+timings: the machine is shared. PostgreSQL only: on SQLite the single writer made some calls wait
+past SQLite's default 5 s busy timeout at this load (500 "database is locked"; see
+docs/benchmarks.md), so a SQLite run failed invariant (c) now and then. The stack now waits 60 s;
+SQLite at this load stays a demo's database, not one this test holds to the invariants.
 """
 
 from __future__ import annotations
