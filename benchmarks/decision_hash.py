@@ -15,7 +15,8 @@ large requests that waited an hour apply). It prints one hash per fleet, queue a
 over all; a decision is hashed by its `repr` (outcome, reason, summary, placement with every score
 part and figure, runners-up, rejections, victims, reservation, expected start). With `--busy`
 the cycles run on the fleet filled as `engine_cycles.py --busy` fills it, where most requests wait
-and many preempt.
+and many preempt. Compare whole runs only: a changed read differs from every read before it in the
+process (`bench_engine._reads_changed`), so a scenario's hash depends on the ones run before it.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ import hashlib
 import random
 from datetime import timedelta
 
-from bench_engine import NOW, changed_reads, fleet_and_queues, new_reads
-from engine_cycles import fill
+from bench_engine import NOW, changed_reads, filled, fleet_and_queues, new_reads
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
 from airflow_mcsched.decision.policy import WeightOverride
@@ -52,8 +52,8 @@ def cycle_hashes(clusters: int, queue_kind: str, policy: Policy, busy: bool = Fa
     rng = random.Random(1)
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
-    if busy:
-        running = fill(view, queue, running)
+    if busy:  # filled by the default policy, whatever policy is hashed
+        running = filled((clusters, queue_kind), view, queue, running)
     views = [
         (view, NOW),
         (view, NOW),

@@ -31,9 +31,8 @@ import pstats
 import random
 import time
 import tracemalloc
-from datetime import timedelta
 
-from bench_engine import NOW, changed_reads, fleet_and_queues, new_reads
+from bench_engine import NOW, changed_reads, filled, fleet_and_queues, new_reads
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
 
@@ -45,12 +44,8 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: 
     rng = random.Random(1)
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
-    if busy:  # filled once per process: the three passes decide on the same full fleet
-        key = (queue_kind, clusters)
-        if key not in _FILLED:
-            _FILLED[key] = fill(view, queue, running)
-        running = _FILLED[key]
-        plan_cache.forget_all()
+    if busy:  # the three passes decide on the same full fleet
+        running = filled((clusters, queue_kind), view, queue, running)
         gc.collect()
     views = {
         "same": lambda: view,
@@ -82,28 +77,6 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: 
     return figures
 
 
-_FILLED: dict[tuple[str, int], list] = {}
-
-
-def fill(view, queue: list, running: list) -> list:
-    """The running work once the fleet is full: cycles over batches of 1,000 other requests like
-    `queue`'s (ids renamed, arrivals earlier) until one admits fewer than 100 of them, each cycle's
-    grants added and the work it preempted gone. Nothing of those cycles stays remembered."""
-    batch = 0
-    while True:
-        batch += 1
-        earlier = [
-            r.model_copy(update={"id": f"fill{batch}-{r.id}", "arrival": r.arrival - timedelta(hours=batch)})
-            for r in queue
-        ]
-        result = decide(view, earlier, running, Policy(), NOW)
-        stopped = {v.reservation_id for v in result.preemptions}
-        running = [*(r for r in running if r.id not in stopped), *result.reservations]
-        if len(result.reservations) < 100:
-            plan_cache.forget_all()
-            return running
-
-
 def _kept_mb() -> str:
     gc.collect()
     return f"{tracemalloc.get_traced_memory()[0] / 1e6:.1f}"
@@ -114,7 +87,7 @@ def main() -> None:
     parser.add_argument("--queue", choices=["steps", "random"], default="random")
     parser.add_argument("--reads", default="same,same,same,new,new")
     parser.add_argument("--clusters", type=int, default=100)
-    parser.add_argument("--busy", action="store_true", help="after a burst cycle over 1,000 like requests")
+    parser.add_argument("--busy", action="store_true", help="on a full fleet (see above)")
     args = parser.parse_args()
     reads = args.reads.split(",")
     for figure, label in (("cpu", "CPU ms"), ("calls", "calls"), ("memory", "MB kept")):

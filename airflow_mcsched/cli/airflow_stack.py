@@ -45,6 +45,7 @@ STACK_HOSTNAME_ENV = "MCSCHED_STACK_HOSTNAME"
 # of 5 s is short on a busy two-core machine where four Airflow processes and the placement
 # service share one file: an API call then answered 500 "Database error" while the scheduler
 # committed. Airflow imports these by name.
+# Two dicts: Airflow adds `check_same_thread` to the sync one in place, which aiosqlite must not get.
 SQLITE_CONNECT_ARGS: dict[str, Any] = {"timeout": 60}
 SQLITE_ASYNC_CONNECT_ARGS: dict[str, Any] = {"timeout": 60}
 
@@ -132,6 +133,11 @@ class AirflowStack:
     def on_sqlite(self) -> bool:
         return self.sql_alchemy_conn.startswith("sqlite")
 
+    @property
+    def sqlite_file(self) -> str:
+        """The metadata DB's file, on SQLite (the URL's absolute path, as Airflow requires)."""
+        return self.sql_alchemy_conn.split(":///", 1)[1]
+
     def sqlite_env(self) -> dict[str, str]:
         """A longer wait for SQLite's single writer (see `SQLITE_CONNECT_ARGS`); nothing on other DBs."""
         if not self.on_sqlite:
@@ -145,11 +151,10 @@ class AirflowStack:
         """Switch the SQLite file to write-ahead logging (kept in the file): readers then never
         block the writer nor wait for its commit, so the processes' many reads stop queueing
         behind each write."""
-        db_file = self.sql_alchemy_conn.split(":///", 1)[1]
-        with closing(sqlite3.connect(db_file, timeout=60)) as db:
+        with closing(sqlite3.connect(self.sqlite_file, timeout=60)) as db:
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if mode.lower() != "wal":
-            raise RuntimeError(f"SQLite at {db_file} refused write-ahead logging (journal mode {mode})")
+            raise RuntimeError(f"SQLite at {self.sqlite_file} refused write-ahead logging (journal mode {mode})")
 
     def celery_env(self) -> dict[str, str]:
         """The broker and queue settings, only when the stack runs Celery (the other executors

@@ -37,8 +37,7 @@ def test_an_api_write_waits_out_another_process_holding_sqlites_write_lock(deplo
     stack = deployment.stack
     stack.wait_for_dag("e2e_hold_h100")
     token = stack.token()
-    db_file = stack.sql_alchemy_conn.split(":///", 1)[1]
-    holder = sqlite3.connect(db_file, timeout=60, isolation_level=None, check_same_thread=False)
+    holder = sqlite3.connect(stack.sqlite_file, timeout=60, isolation_level=None, check_same_thread=False)
     assert holder.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     holder.execute("BEGIN IMMEDIATE")  # this process now holds the one write lock...
     release = threading.Timer(7.0, holder.execute, ("COMMIT",))  # ...for 7 s

@@ -195,7 +195,8 @@ class PlacementFleet:
 
     def has_logged(self, dag_id: str, text: str) -> Callable[[], bool]:
         """True once `run_logged(..., dag_id)` has printed `text` (a step's own word that it saw
-        something, where the DB alone would race with what the step was told)."""
+        something, where the DB alone would race with what the step was told). An earlier run's
+        output is removed first, so it cannot hold before this run has said it."""
         output = self.output_file(dag_id)
         output.unlink(missing_ok=True)
         return lambda: output.exists() and text in output.read_text()
