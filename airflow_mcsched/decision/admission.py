@@ -99,6 +99,7 @@ class AdmissionCycle:
     ) -> None:
         self.policy = policy
         self.now = now
+        self.leases_end = now + policy.lease  # every lease granted in the cycle
         self.plugins = plugins
         active = []
         reclaimed = []
@@ -159,7 +160,7 @@ class AdmissionCycle:
             interruptible=request.interruptible,
             price_per_gpu_hour=best.price_per_gpu_hour,
             granted_at=self.now,
-            expires_at=self.now + self.policy.lease,
+            expires_at=self.leases_end,
             expected_end=ctx.expected_end,
             gpu_type=pool.gpu_type if ctx.demand.needs_gpu else None,
             priority_class=request.priority_class or self.policy.default_priority_class,
@@ -174,7 +175,7 @@ class AdmissionCycle:
             request.id,
             Outcome.ADMITTED,
             Reason.ADMITTED,
-            _summary(setup, best, runners_up),
+            _summary(setup, pool.ordinal, best, runners_up),
             placement=best,
             runners_up=runners_up,
             rejections=tuple(evaluation.rejections),  # every pool ruled out, lasting or live
@@ -221,7 +222,11 @@ class AdmissionCycle:
             heads += policy.backfill_large_heads
         if policy.backfill and len(held) < heads and reason is Reason.WAITING_FOR_CAPACITY:
             view = state.view
-            blocked = [view.pool(r.cluster, r.pool) for _, r in evaluation.judged if _stage(r) == _STAGE_CAPACITY]
+            blocked = [
+                view.pool(r.cluster, r.pool)
+                for _, r in evaluation.judged
+                if _stage(r) == _STAGE_CAPACITY and r.pool is not None
+            ]
             head = hold_for_head(ctx, blocked, held)
             if head is not None:
                 state.head = HeldRoom([*held, head])
@@ -255,17 +260,29 @@ class AdmissionCycle:
         return parts
 
 
-def _summary(setup: Setup, best: ScoredCandidate, runners_up: tuple[ScoredCandidate, ...]) -> str:
+def _summary(setup: Setup, ordinal: int, best: ScoredCandidate, runners_up: tuple[ScoredCandidate, ...]) -> str:
     """The admitted summary, written once per best pool and runners-up (remembered candidates recur)."""
     key = (id(best), *map(id, runners_up))
     known = setup.summaries.get(key)
     if known is not None:  # the entry holds the candidates, so their ids are still theirs
         return known[1]
-    text = explain.admitted(best, runners_up)
+    text = explain.admitted(best, runners_up, _parts_text(setup, ordinal, best))
     if len(setup.summaries) >= MAX_REMEMBERED:
         setup.summaries.clear()
     setup.summaries[key] = ((best, runners_up), text)
     return text
+
+
+def _parts_text(setup: Setup, ordinal: int, best: ScoredCandidate) -> str:
+    """`explain.score_parts` of the best candidate, its static parts' words kept per pool: they come
+    first, and are the same for every request of the setup (score_breakdown.py), while a grant in
+    the pool changes the dynamic ones, so most summaries are written anew for a pool seen before."""
+    n = len(setup.plan.static_scores)
+    static = setup.static_texts.get(ordinal)
+    if static is None:
+        static = setup.static_texts[ordinal] = explain.score_parts(best.parts[:n])
+    dynamic = explain.score_parts(best.parts[n:])
+    return f"{static}, {dynamic}" if static and dynamic else static or dynamic
 
 
 def _reclaim(r: Reservation, view: GlobalView) -> ReclaimedLease:

@@ -183,19 +183,22 @@ class _PoolReplay:
     A one-pod request that fits no node of the pool can only come to fit on a node whose work
     ended: until then only the nodes that ends touch are followed (an end costs one node, not a
     copy of the pool). Gangs, and pools where the request fitted once (an earlier head refused
-    it), are checked in full at every end.
+    it), are checked in full at every end. What ends at one instant is given back node by node at
+    once, when the pool is next looked at (work granted together often ends together).
     """
 
-    __slots__ = ("_base", "_demand", "_nodes", "_touched", "fitted")
+    __slots__ = ("_base", "_demand", "_ended", "_nodes", "_touched", "fitted")
 
     def __init__(self, capacity: PoolCapacity, demand: Demand) -> None:
         self._base = capacity
         self._demand = demand
         self._nodes: dict[int, NodeCapacity] = {}  # nodes that ends touched, not yet in `_base`
+        self._ended: dict[int, list[NodeAllocation]] = {}  # pods ended on a node, not yet given back
         self._touched: set[int] = set()  # nodes touched since `may_fit` last looked
         self.fitted = demand.pods > 1 or choose_nodes(capacity, demand) is not None
 
     def capacity(self) -> PoolCapacity:
+        self._give_back_ended()
         if self._nodes:  # the touched nodes are followed already: the pool takes them as they are
             self._base = self._base.with_nodes(self._nodes)
             self._nodes = {}
@@ -205,17 +208,25 @@ class _PoolReplay:
         self._base = self.capacity().take(pods)
 
     def give_back(self, pods: Iterable[NodeAllocation]) -> None:
-        index, nodes = self._base.node_index, self._nodes
+        index, ended = self._base.node_index, self._ended
         for a in pods:
             i = index.get(a.node)
             if i is not None:  # the node left the pool: nothing to give back (as PoolCapacity does)
-                nodes[i] = (nodes.get(i) or self._base.nodes[i]).give_back(a)
+                ended.setdefault(i, []).append(a)
                 self._touched.add(i)
+
+    def _give_back_ended(self) -> None:
+        if self._ended:
+            nodes, base = self._nodes, self._base.nodes
+            for i, pods in self._ended.items():
+                nodes[i] = (nodes.get(i) or base[i]).give_back_all(pods)
+            self._ended = {}
 
     def may_fit(self) -> bool:
         """Could the request fit now? Always for a pool checked in full, else only on a touched node."""
         touched, self._touched = self._touched, set()
         if self.fitted:
             return True
+        self._give_back_ended()
         d, nodes, base = self._demand, self._nodes, self._base.nodes  # a node not in `_nodes` is up to date
         return any((nodes.get(i) or base[i]).fits(d.gpus, d.gpu_milli, d.cpu_milli, d.memory_mib) for i in touched)

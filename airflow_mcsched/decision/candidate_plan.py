@@ -93,6 +93,7 @@ def _judge(ctx: RequestContext, lasting: Sequence[Filter]) -> LastingVerdicts:
     by_cluster = [f for f in lasting if not f.request_independent and f.scope is Scope.CLUSTER]
     by_pool = [f for f in lasting if f.scope is Scope.POOL]
     verdicts = ctx.cycle.cluster_verdicts
+    assert verdicts is not None, "shared_plans judges the clusters first"
     rejections: list[tuple[int, Rejection]] = []
     passed: list[tuple[ClusterView, PoolView]] = []
     for cluster in ctx.cycle.view.clusters:

@@ -87,6 +87,7 @@ def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
     overlay = ctx.cycle.overlay
     changed = overlay.by_ordinal
     judged = out.judged
+    assert isinstance(judged, list), "a scan records into its own evaluation, not a shared one"
     cluster_rejected: dict[str, bool] = {}
     for _, ordinal, cluster, pool, _ in setup.plan.eligible:
         if cluster_rejected.get(cluster.name):

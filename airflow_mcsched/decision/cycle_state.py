@@ -20,6 +20,11 @@ from airflow_mcsched.view.snapshot import GlobalView, PoolKey, PoolView
 
 if TYPE_CHECKING:
     from airflow_mcsched.decision.admission import Plugins
+    from airflow_mcsched.decision.backfill import HeldRoom
+    from airflow_mcsched.decision.outcome import Rejection
+    from airflow_mcsched.decision.pool_judgement import Setup
+    from airflow_mcsched.decision.pool_ranking import PoolRanking
+    from airflow_mcsched.decision.preemption import SearchMemo
 
 
 class CycleState:
@@ -46,20 +51,20 @@ class CycleState:
         self.overlay = CapacityOverlay(view)
         self.running = RunningWork(active, partial(_domain_of, view))  # not a bound method: no cycle to collect
         self.granted_ids: set[str] = set()
-        self.head = None  # set by admission: the backfill reservation of the first blocked request
+        self.head: HeldRoom | None = None  # set by admission: the backfill reservation of the first blocked request
         self._quota: QuotaLedger | None = None
         self.teams_with_quota = frozenset(q.team for q in policy.quotas)
         self.any_reserved = self.memory.any_reserved
         # what the candidate search shares with other cycles on this view (see plan_cache.py):
         # `shared` is set with the cluster verdicts when the first request needs them
-        self.cluster_verdicts: dict[str, object] | None = None
+        self.cluster_verdicts: dict[str, Rejection | None] | None = None
         self.shared: SharedPlans | None = None
         self.staging_memo = self.memory.staging
         # and what only this cycle may use: it depends on the grants and the running work
-        self.rankings: dict[tuple, object] = {}
-        self.setups: dict[tuple, object] = {}  # setups with per-cycle scores (pool_judgement.py)
+        self.rankings: dict[tuple, PoolRanking] = {}
+        self.setups: dict[tuple, Setup] = {}  # setups with per-cycle scores (pool_judgement.py)
         self.fit_memos: dict[tuple, dict] = {}  # and the verdicts they share (pool_judgement.py)
-        self.pool_searches: dict[tuple, dict[int, tuple]] = {}  # pool searches of requests alike (preemption.py)
+        self.pool_searches: dict[tuple, SearchMemo] = {}  # pool searches of requests alike (preemption.py)
         self.victims_below: dict[tuple, tuple] = {}  # by pool and priority, while its work is unchanged (preemption.py)
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
         self.fits_nowhere: dict[tuple, tuple] = {}  # rejections of requests no pool fits (candidates.py)

@@ -7,13 +7,20 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from airflow_mcsched.decision.demand import Demand
-from airflow_mcsched.decision.outcome import Rejection, ScoredCandidate
+from airflow_mcsched.decision.outcome import Rejection, ScoredCandidate, ScorePart
 from airflow_mcsched.decision.preemption import PreemptionPlan
 from airflow_mcsched.decision.reasons import Reason
 
 
-def admitted(best: ScoredCandidate, runners_up: Sequence[ScoredCandidate]) -> str:
-    parts = ", ".join(f"{p.name} {p.value:.2f}x{p.weight:g}" for p in best.parts)
+def score_parts(parts: Sequence[ScorePart]) -> str:
+    """'price 0.75x2, data_locality 1.00x1': each part's value and weight."""
+    return ", ".join(f"{p.name} {p.value:.2f}x{p.weight:g}" for p in parts)
+
+
+def admitted(best: ScoredCandidate, runners_up: Sequence[ScoredCandidate], parts: str | None = None) -> str:
+    """`parts`: `score_parts(best.parts)` when the caller has it (admission keeps the static ones')."""
+    if parts is None:
+        parts = score_parts(best.parts)
     text = (
         f"Admitted to {best.cluster}/{best.pool} on {', '.join(best.nodes)} at "
         f"{best.price_per_gpu_hour:.2f}/GPU-hour; score {best.score:.3f} ({parts})"

@@ -75,7 +75,7 @@ class PlanMemory:
         self.derived: dict[Hashable, Any] = {}
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
-        self.fit_memo: dict[Hashable, dict[int, tuple]] = {}
+        self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
         self._changed: dict[tuple[int, tuple[NodeAllocation, ...], bool], tuple[PoolCapacity, PoolCapacity]] = {}
         self._clocks: dict[object, dict[str, Any]] = {}
         self._shared: dict[Hashable, SharedPlans] = {}

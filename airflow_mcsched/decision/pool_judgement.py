@@ -77,6 +77,8 @@ class Setup:
     """Scored candidates by fleet position, capacity object and figures or not (score_breakdown.py)."""
     static_parts: dict[tuple[int, bool], tuple] = field(default_factory=dict)
     """The static scores' parts by fleet position and figures or not (score_breakdown.py)."""
+    static_texts: dict[int, str] = field(default_factory=dict)
+    """The static parts' words in the admitted summary, by fleet position (admission.py)."""
     summaries: dict[tuple[int, ...], tuple] = field(default_factory=dict)
     """Admitted summaries by the identity of the candidates they name (admission.py)."""
 
@@ -120,7 +122,7 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         by_capacity=template.by_capacity,
         fit_filters=template.fit_filters,
         # shared by the cycle's setups alike in demand, dynamic scores, weights and per-cycle signatures
-        memo=ctx.cycle.fit_memos.setdefault((template.dynamic_key, key[2:]), {}),
+        memo=_cycle_fit_memo(ctx, (template.dynamic_key, key[2:])),
         dynamic_key=template.dynamic_key,
         ranking_key=(template.ranking_key, key[2:]),
         start_key=template.start_key,
@@ -128,8 +130,18 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         lasting_memo=template.lasting_memo,
         fixed_per_cycle_bounds=template.fixed_per_cycle_bounds,
         static_parts=template.static_parts,  # they read no per-cycle score
+        static_texts=template.static_texts,
     )
     return setup
+
+
+def _cycle_fit_memo(ctx: RequestContext, key: tuple) -> dict[tuple[int, int], tuple]:
+    """The verdicts the cycle's own setups alike in `key` share (`setdefault` would make a dict each time)."""
+    memos = ctx.cycle.fit_memos
+    memo = memos.get(key)
+    if memo is None:
+        memo = memos[key] = {}
+    return memo
 
 
 def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score], live: tuple) -> Setup:
@@ -177,7 +189,9 @@ def _lasting(setup: Setup, pool: PoolView, capacity: PoolCapacity) -> tuple:
     """(capacity, fit verdict without per-cycle values or None, bounds or None), from the memo shared
     across cycles; (capacity, None, None) when nothing is known yet. Bounds are (the lasting scores'
     upper bounds, their weighted sum or None, the whole bound with the per-cycle scores' or None)."""
-    known = setup.lasting_memo.get((pool.ordinal, id(capacity)))
+    memo = setup.lasting_memo
+    assert memo is not None, "asked only of setups with per-cycle scores"
+    known = memo.get((pool.ordinal, id(capacity)))
     if known is None or known[0] is not capacity:
         return (capacity, None, None)
     return known
@@ -280,6 +294,7 @@ def _lasting_bounds(
         if setup.fixed_per_cycle_bounds:  # the same whatever the cycle: kept with the lasting ones
             whole = _with_per_cycle(setup, bounds, prefix, _per_cycle_bounds(ctx, setup, cluster, pool, capacity))
         lasting = (bounds, prefix, whole)
+        assert setup.lasting_memo is not None, "asked only of setups with per-cycle scores"
         _remember(setup.lasting_memo, (pool.ordinal, id(capacity)), (capacity, known[1], lasting))
     return lasting
 
@@ -307,6 +322,7 @@ def _with_per_cycle(setup: Setup, bounds: tuple[float, ...], prefix: float | Non
     dynamic = setup.plan.dynamic_scores
     if at[0] != len(bounds):
         return weighted(_merged(setup, bounds, per_cycle), dynamic)
+    assert prefix is not None, "worked out whenever the per-cycle scores come last"
     total = prefix
     for i, v in zip(at, per_cycle, strict=True):
         total += v * dynamic[i][1]

@@ -14,6 +14,7 @@ from heapq import heapify, heappop, heappush
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import Rejection
+from airflow_mcsched.decision.plan_cache import SharedPlans
 from airflow_mcsched.decision.pool_judgement import (
     Feasible,
     Setup,
@@ -88,26 +89,27 @@ class PoolRanking:
         self._plan = plan  # held: rankings are found by the plan's identity
         self._static = plan.by_ordinal
         self._synced = len(overlay.log)
-        self._heap = list(plan.start_heap)  # a heap already: copied, not rebuilt
-        self._version = dict(plan.zeros)
-        self._level = dict(plan.zeros)  # _FRESH
-        self._judged_on: dict[int, PoolCapacity] = {}
         # its state after its first use becomes the start of later rankings when there was none, or
         # when most pools of the one it had changed capacity since (that one is then out of date)
-        self.leaves_start = start is None or self._resume(ctx, setup, overlay, start)
+        self.leaves_start = start is None or not self._resume(ctx, setup, overlay, start)
+        if self.leaves_start:
+            self._heap = list(plan.start_heap)  # a heap already: copied, not rebuilt
+            self._version = dict(plan.zeros)
+            self._level = dict(plan.zeros)  # _FRESH
+            self._judged_on: dict[int, PoolCapacity] = {}
 
     def _resume(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, start: RankingStart) -> bool:
-        """Start from `start`; pools whose capacity object differs by now go back in at their most
-        optimistic value. When most do (a new capacity read), start afresh instead, which costs less
-        than putting each back, and return True: the start is then out of date."""
+        """Start from `start`, and return True; pools whose capacity object differs by now go back in
+        at their most optimistic value. When most do (a new capacity read), return False: starting
+        afresh then costs less than putting each back, and the start is out of date."""
         heap, version, level, judged_on = start.state(ctx, setup)
         stale = self._stale(overlay, judged_on)
         if 2 * len(stale) > len(judged_on):
-            return True
+            return False
         self._heap, self._version, self._level = list(heap), dict(version), dict(level)
         self._judged_on = dict(judged_on)
         self._refresh(stale, setup.plan.dynamic_bound)
-        return False
+        return True
 
     def _stale(
         self, overlay: CapacityOverlay, judged_on: dict[int, PoolCapacity], among: Iterable[int] | None = None
@@ -154,6 +156,9 @@ class PoolRanking:
         changed = overlay.by_ordinal
         self._sync(overlay, setup.plan.dynamic_bound)
         heap, level, version, judged_on = self._heap, self._level, self._version, self._judged_on
+        static, memo, cycle = self._static, setup.memo, ctx.cycle
+        # the request's own checks, when it has none: no live filter, and no backfill head yet
+        own_checks = setup.by_cluster or setup.by_capacity or cycle.head is not None
         found: list[Feasible] = []
         put_back = []
         while heap and len(found) < want:
@@ -161,7 +166,7 @@ class PoolRanking:
             _, ordinal, entry_version = entry
             if entry_version != version[ordinal]:
                 continue  # superseded by a newer entry for the same pool
-            neg_static, _, cluster, pool, static_values = self._static[ordinal]
+            neg_static, _, cluster, pool, static_values = static[ordinal]
             capacity = changed.get(ordinal) or overlay.capacity(pool)
             state = level[ordinal]
             judged_on[ordinal] = capacity
@@ -176,7 +181,11 @@ class PoolRanking:
                 if heap and entry > heap[0]:
                     heappush(heap, entry)
                     continue
-            (pods, values), dynamic_total = exact(ctx, setup, cluster, pool, capacity)
+            known = memo.get((ordinal, id(capacity)))  # `exact`'s memo, read here: most pops find it
+            if known is not None and known[0] is capacity and known[1] is not None:
+                (pods, values), dynamic_total = known[1], known[2]
+            else:
+                (pods, values), dynamic_total = exact(ctx, setup, cluster, pool, capacity)
             if isinstance(pods, Rejection):
                 level[ordinal] = _INFEASIBLE  # out until its capacity changes
                 continue
@@ -188,8 +197,9 @@ class PoolRanking:
                     heappush(heap, entry)
                     continue
             put_back.append(entry)
-            if live_rejection(ctx, setup, cluster, pool, capacity, pods) is None:
-                found.append(Feasible(cluster, pool, static_values, capacity, pods, total, values))
+            if not own_checks or live_rejection(ctx, setup, cluster, pool, capacity, pods) is None:
+                # a fit's verdict carries its values (only a rejection's is None)
+                found.append(Feasible(cluster, pool, static_values, capacity, pods, total, values))  # type: ignore[arg-type]
         for entry in put_back:
             heappush(heap, entry)
         return found
@@ -199,7 +209,7 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
     rankings = ctx.cycle.rankings
     ranking = rankings.get(setup.ranking_key)
     if ranking is None:
-        start = None if setup.start_key is None else ctx.cycle.shared.ranking_starts.get(setup.start_key)
+        start = None if setup.start_key is None else _shared(ctx).ranking_starts.get(setup.start_key)
         ranking = rankings[setup.ranking_key] = PoolRanking(ctx, setup, ctx.cycle.overlay, start)
     return ranking
 
@@ -212,4 +222,10 @@ def remember_start(ctx: RequestContext, setup: Setup, ranking: PoolRanking) -> N
         return
     ranking.leaves_start = False
     if setup.start_key is not None:  # None: a per-cycle bound may read the cycle, so rank afresh
-        ctx.cycle.shared.ranking_starts[setup.start_key] = ranking.start()
+        _shared(ctx).ranking_starts[setup.start_key] = ranking.start()
+
+
+def _shared(ctx: RequestContext) -> SharedPlans:
+    shared = ctx.cycle.shared
+    assert shared is not None, "a ranking's setup found the cycle's shared plans first"
+    return shared

@@ -8,7 +8,7 @@ cheapest-first, then spare every victim it can (as the Kubernetes scheduler does
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -22,6 +22,7 @@ from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.node_capacity import NodeCapacity
+from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import PoolView
 
 MAX_EXHAUSTIVE_VICTIMS = 4
@@ -78,7 +79,57 @@ def _choice_order(v: VictimChoice) -> tuple[float, int, float, str]:
     return _victim_order(v.reservation)
 
 
-def _below_in_pool(ctx: RequestContext, pool: PoolView) -> list[VictimChoice]:
+class _Below:
+    """A pool's candidate victims at one priority (`_below_in_pool`), and what single-pod searches
+    derive from them alone, worked out on first need: neither reads the request beyond its priority."""
+
+    __slots__ = ("_by_node", "_most_whole", "eligible")
+
+    def __init__(self, eligible: list[VictimChoice]) -> None:
+        self.eligible = eligible
+        self._by_node: dict[str, tuple[list[VictimChoice], list[VictimChoice]]] | None = None
+        self._most_whole: tuple[PoolCapacity, int] | None = None
+
+    def by_node(self) -> dict[str, tuple[list[VictimChoice], list[VictimChoice]]]:
+        """Per node of the pool, the victims with pods there: in victim order, and largest first
+        (`_fewest_then_cheapest`)."""
+        if self._by_node is None:
+            on_node: dict[str, list[VictimChoice]] = {}
+            for v in self.eligible:
+                for name in v.reservation.nodes:
+                    on_node.setdefault(name, []).append(v)
+            self._by_node = {name: (victims, sorted(victims, key=_size_order)) for name, victims in on_node.items()}
+        return self._by_node
+
+    def most_whole_gpus(self, capacity: PoolCapacity) -> int:
+        """Whole GPUs free on the best node of the pool once every victim has stopped."""
+        known = self._most_whole
+        if known is not None and known[0] is capacity:
+            return known[1]
+        gained: dict[str, int] = {}
+        for v in self.eligible:
+            for a in v.reservation.pods:
+                gained[a.node] = gained.get(a.node, 0) + a.gpus
+        best = _most_whole_gpus(capacity, gained)
+        self._most_whole = (capacity, best)
+        return best
+
+
+def _most_whole_gpus(capacity: PoolCapacity, gained: dict[str, int]) -> int:
+    best = capacity.largest_whole_free_on_node
+    for name, gpus in gained.items():
+        node = capacity.node(name)
+        if node is not None:
+            best = max(best, node.whole_gpus_free + gpus)
+    return best
+
+
+def _size_order(v: VictimChoice) -> tuple:
+    """Largest first, then in victim order: the fewest victims that free a node enough."""
+    return (-v.reservation.gpu_equivalent, _victim_order(v.reservation))
+
+
+def _below_in_pool(ctx: RequestContext, pool: PoolView) -> _Below:
     """The pool's running interruptible work of lower priority than the request's, not granted this
     cycle nor already stopping, in victim order: shared by the cycle's searches at that priority
     while the pool's work is unchanged (a search only reads it). A search of a pool with many
@@ -95,8 +146,9 @@ def _below_in_pool(ctx: RequestContext, pool: PoolView) -> list[VictimChoice]:
         if r.interruptible and r.priority < priority and r.preempted_by is None and r.id not in granted
     ]
     eligible.sort(key=_choice_order)
-    cycle.victims_below[(pool.key, priority)] = (version, eligible)
-    return eligible
+    below = _Below(eligible)
+    cycle.victims_below[(pool.key, priority)] = (version, below)
+    return below
 
 
 class _PoolSearch:
@@ -110,19 +162,25 @@ class _PoolSearch:
         quota = cycle.quota
         amount = ctx.demand.gpu_equivalent
         self.quota_short = not quota.check(request.team, pool.gpu_type, amount).ok
-        lender = (
-            cycle.policy.reclaim_borrowed_quota
-            and pool.gpu_type is not None
-            and quota.limits(request.team)
-            and quota.within_nominal(request.team, pool.gpu_type, amount)
-        )
-        cohort = set(quota.cohort_of(request.team))
         self.stopping: tuple[Reservation, ...] = ()
         if cycle.running.stopping_for(request.id):
             self.stopping = tuple(r for r in cycle.running.values() if r.preempted_by == request.id)
+        self.below: _Below | None = None  # the pool's work below the request, when that is all it may stop
         if not self.quota_short:
-            self.eligible = _below_in_pool(ctx, pool)
+            self.below = _below_in_pool(ctx, pool)
+            self.eligible = self.below.eligible
             return
+        gpu_type = pool.gpu_type
+        # the GPU type whose quota the team lends to its cohort and may take back, if any
+        lent = (
+            gpu_type
+            if cycle.policy.reclaim_borrowed_quota
+            and gpu_type is not None
+            and quota.limits(request.team)
+            and quota.within_nominal(request.team, gpu_type, amount)
+            else None
+        )
+        cohort = set(quota.cohort_of(request.team))
         # work of the team and its cohort anywhere, as well as the pool's, may give back quota
         nearby = {r.id: r for r in cycle.running_in(pool.key)}
         teams = cohort | {request.team}
@@ -133,7 +191,7 @@ class _PoolSearch:
                 continue
             same_type = r.gpu_type == pool.gpu_type
             borrower = r.team != request.team and r.team in cohort and same_type
-            if lender and borrower and quota.borrowed(r.team, pool.gpu_type) > 0:
+            if lent is not None and borrower and quota.borrowed(r.team, lent) > 0:
                 eligible.append(VictimChoice(r, Reason.RECLAIMED_BY_LENDER))
             elif r.priority < ctx.priority:
                 eligible.append(VictimChoice(r, Reason.PREEMPTED_BY_PRIORITY))
@@ -169,17 +227,14 @@ class _PoolSearch:
         if self.quota_short or demand.pods > 1 or not demand.gpus:
             return True
         capacity = self.ctx.cycle.overlay.capacity(self.pool)
+        if self.below is not None and not self.stopping:  # the same for every search at the priority
+            return self.below.most_whole_gpus(capacity) >= demand.gpus
         gained: dict[str, int] = {}
         for r in (*self.stopping, *(v.reservation for v in self.eligible)):
             if r.key == self.pool.key:
                 for a in r.pods:
                     gained[a.node] = gained.get(a.node, 0) + a.gpus
-        best = capacity.largest_whole_free_on_node
-        for name, gpus in gained.items():
-            node = capacity.node(name)
-            if node is not None:
-                best = max(best, node.whole_gpus_free + gpus)
-        return best >= demand.gpus
+        return _most_whole_gpus(capacity, gained) >= demand.gpus
 
     def plan(self) -> PreemptionPlan | None:
         if not self._might_fit_without_all():
@@ -213,17 +268,13 @@ class _PoolSearch:
         (largest first), then the cheapest set of that size; the best node's set wins."""
         demand = self.ctx.demand
         capacity = self.ctx.cycle.overlay.capacity(self.pool)
-        on_node: dict[str, list[VictimChoice]] = {}
-        for v in self.eligible:
-            if v.reservation.key == self.pool.key:
-                for node in v.reservation.nodes:
-                    on_node.setdefault(node, []).append(v)
+        assert self.below is not None, "a single pod short of no quota stops the pool's work below it"
         options = []
-        for name, victims in on_node.items():
+        for name, (victims, by_size) in self.below.by_node().items():
             node = capacity.node(name)
             if node is None:
                 continue
-            chosen = _fewest_then_cheapest(node, victims, demand)
+            chosen = _fewest_then_cheapest(node, victims, by_size, demand)
             if chosen is not None:
                 cost = sum(v.reservation.cost_per_hour for v in chosen)
                 options.append((len(chosen), cost, capacity.node_index[name], chosen))
@@ -264,13 +315,13 @@ def _frees_enough(node: NodeCapacity, victims: Sequence[VictimChoice], demand: D
     return node.largest_share_free >= demand.gpu_milli
 
 
-def _fewest_then_cheapest(node: NodeCapacity, victims: list[VictimChoice], demand: Demand) -> list[VictimChoice] | None:
-    """Largest first gives the fewest victims (exact for GPUs); then the cheapest set of that size."""
-    by_size = sorted(victims, key=lambda v: (-v.reservation.gpu_equivalent, _victim_order(v.reservation)))
-    for k in range(1, len(by_size) + 1):
-        if _frees_enough(node, by_size[:k], demand):
-            break
-    else:
+def _fewest_then_cheapest(
+    node: NodeCapacity, victims: list[VictimChoice], by_size: list[VictimChoice], demand: Demand
+) -> list[VictimChoice] | None:
+    """Largest first (`by_size`: `victims` in `_size_order`) gives the fewest victims (exact for
+    GPUs); then the cheapest set of that size."""
+    k = _fewest_largest_first(node, by_size, demand)
+    if k is None:
         return None
     if comb(len(victims), k) > MAX_FIT_CHECKS:
         return by_size[:k]
@@ -278,6 +329,30 @@ def _fewest_then_cheapest(node: NodeCapacity, victims: list[VictimChoice], deman
     return list(
         min(fitting, key=lambda c: (sum(v.reservation.cost_per_hour for v in c), [v.reservation.id for v in c]))
     )
+
+
+def _fewest_largest_first(node: NodeCapacity, by_size: list[VictimChoice], demand: Demand) -> int | None:
+    """The smallest k for which `_frees_enough(node, by_size[:k], demand)`, or None: the sums (and,
+    for a share, the node given back its pods) carried from one k to the next."""
+    gpus = cpu = mem = 0
+    name = node.name
+    shares = node  # for a share: the node given back the pods so far, as `_frees_enough` does
+    for k, v in enumerate(by_size, start=1):
+        for a in v.reservation.pods:
+            if a.node == name:
+                gpus += a.gpus
+                cpu += a.cpu_milli
+                mem += a.memory_mib
+                if demand.gpu_milli:
+                    shares = shares.give_back(a)
+        if node.cpu_milli_free + cpu < demand.cpu_milli or node.memory_mib_free + mem < demand.memory_mib:
+            continue
+        if demand.gpu_milli:
+            if shares.largest_share_free >= demand.gpu_milli:
+                return k
+        elif node.whole_gpus_free + gpus >= demand.gpus:
+            return k
+    return None
 
 
 def _quota_reclaim_possible(ctx: RequestContext) -> bool:
@@ -303,7 +378,6 @@ def _worth_searching(ctx: RequestContext) -> bool:
 
 def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPlan | None:
     """The best plan over pools rejected only for capacity or quota, or None when stopping work would not help."""
-    best: PreemptionPlan | None = None
     if not _worth_searching(ctx):
         return None
     cycle = ctx.cycle
@@ -311,15 +385,15 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     quota_may_help = _quota_reclaim_possible(ctx)
     stopping = cycle.running.stopping_for(ctx.request.id)
     memo = _search_memo(ctx, quota_may_help or bool(stopping))
-    for _, rejection in evaluation.judged:
-        if rejection.lasting or rejection.reason not in PREEMPTABLE:
-            continue
-        pool = view.pool(rejection.cluster, rejection.pool)
-        if not (stopping or quota_may_help or _has_lower_interruptible(ctx, pool)):
-            continue
-        plan = _PoolSearch(ctx, pool).plan() if memo is None else _remembered_search(ctx, pool, memo)
-        if plan is not None and (best is None or plan.rank() < best.rank()):
-            best = plan
+    pools = [  # a whole cluster ruled out (pool None) is never for want of capacity or quota
+        view.pool(r.cluster, r.pool)
+        for _, r in evaluation.judged
+        if not r.lasting and r.reason in PREEMPTABLE and r.pool is not None
+    ]
+    if memo is None:
+        best = _best_plan(ctx, pools, lambda pool: _PoolSearch(ctx, pool).plan(), stopping or quota_may_help)
+    else:
+        best = _remembered_best(ctx, pools, memo)
     if best is None:
         return None
     # the search chose whom to stop (perhaps for an earlier request alike); say why, for this one
@@ -327,17 +401,67 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     return PreemptionPlan(best.pool, best.pods, victims, best.stopping)
 
 
-def _search_memo(ctx: RequestContext, own: bool) -> dict[int, tuple] | None:
-    """The pool searches remembered for requests alike in what a search reads, or None when this
+def _best_plan(
+    ctx: RequestContext,
+    pools: list[PoolView],
+    search: Callable[[PoolView], PreemptionPlan | None],
+    every_pool: bool,
+) -> PreemptionPlan | None:
+    """The best of the pools' plans; without `every_pool`, only pools with lower interruptible work
+    running are searched (stopping work, or reclaiming quota, may help elsewhere too)."""
+    best: PreemptionPlan | None = None
+    for pool in pools:
+        if not (every_pool or _has_lower_interruptible(ctx, pool)):
+            continue
+        plan = search(pool)
+        if plan is not None and (best is None or plan.rank() < best.rank()):
+            best = plan
+    return best
+
+
+class SearchMemo:
+    """The searches of requests alike (`_search_memo`): each pool's, with what it read, and the last
+    whole search, with the pools it went over and the cycle's state then."""
+
+    __slots__ = ("by_pool", "last")
+
+    def __init__(self) -> None:
+        self.by_pool: dict[int, tuple] = {}
+        self.last: tuple | None = None
+
+
+def _search_memo(ctx: RequestContext, own: bool) -> SearchMemo | None:
+    """The searches remembered for requests alike in what a search reads, or None when this
     request's search is its own (`own`: its quota may be reclaimed, or work is stopping for it).
 
     A search reads the demand, the priority (which work is below it), the expected end (the backfill
     heads' check) and, for a team with a quota, the team and its use; so a team with a quota searches
-    afresh. Beyond those, it reads the pool's capacity, its running work and the backfill heads,
-    which `_remembered_search` compares."""
+    afresh. Beyond those, it reads the pools' capacity, their running work and the backfill heads,
+    which `_remembered_best` and `_remembered_search` compare."""
     if own or ctx.request.team in ctx.cycle.teams_with_quota:
         return None
-    return ctx.cycle.pool_searches.setdefault((ctx.demand, ctx.priority, ctx.duration), {})
+    searches = ctx.cycle.pool_searches
+    key = (ctx.demand, ctx.priority, ctx.duration)
+    memo = searches.get(key)
+    if memo is None:
+        memo = searches[key] = SearchMemo()
+    return memo
+
+
+def _remembered_best(ctx: RequestContext, pools: list[PoolView], memo: SearchMemo) -> PreemptionPlan | None:
+    """`_best_plan` over `pools`, the last request alike's answer when nothing changed since: the same
+    pools to search and no capacity, running work or backfill head changed in the cycle. Requests
+    alike that wait behind one another each went over every pool's remembered search (a few hundred
+    pools on a full fleet), to find what the one before them found."""
+    cycle = ctx.cycle
+    head = cycle.head
+    state = (cycle.overlay.version, cycle.running.version, head, _head_commits(head))
+    last = memo.last
+    if last is not None and last[0] == state and last[1] == pools:
+        return last[2]
+    best = _best_plan(ctx, pools, lambda pool: _remembered_search(ctx, pool, memo.by_pool), False)
+    memo.last = (state, pools, best)
+    return best
 
 
 def _head_commits(head: HeldRoom | None) -> int:

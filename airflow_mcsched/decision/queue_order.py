@@ -40,7 +40,7 @@ def admission_order(
         value = policy.priority_of(r.priority_class)
         return UNKNOWN_PRIORITY if value is None else value
 
-    by_team: dict[str, list[tuple[int, object, str, PlacementRequest]]] = defaultdict(list)
+    by_team: dict[str, list[tuple[int, datetime, str, PlacementRequest]]] = defaultdict(list)
     for r in queue:
         by_team[r.team].append((-priority(r), r.arrival, r.id, r))
     for pending in by_team.values():

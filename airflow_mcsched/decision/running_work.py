@@ -20,10 +20,12 @@ class RunningWork:
         "_domain_of",
         "_interruptible",
         "_latest_ends",
+        "_lowest",
         "_pool_versions",
         "_spread",
         "_stopping_for",
         "by_id",
+        "version",
     )
 
     def __init__(self, reservations: Iterable[Reservation], domain_of: Callable[[str], str | None]) -> None:
@@ -32,9 +34,12 @@ class RunningWork:
         self._by_pool: dict[PoolKey, dict[str, Reservation]] | None = None
         self._latest_ends: dict[PoolKey, dict[str, datetime]] = {}
         self._interruptible: dict[PoolKey | None, Counter[int]] | None = None
+        self._lowest: dict[PoolKey | None, float] = {}  # min of each of those counts, when asked
         self._stopping_for: Counter[str] | None = None
         self._spread: dict[str, Counter[str]] | None = None
         self._pool_versions: Counter[PoolKey] = Counter()
+        self.version = 0
+        """Grows whenever work is added or removed anywhere during the cycle."""
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -54,6 +59,7 @@ class RunningWork:
         return True
 
     def _index(self, r: Reservation, step: int) -> None:
+        self.version += 1
         self._pool_versions[r.key] += 1
         if self._by_pool is not None:
             if step > 0:
@@ -72,6 +78,7 @@ class RunningWork:
                 counts[r.priority] += step
                 if not counts[r.priority]:
                     del counts[r.priority]
+                self._lowest.pop(key, None)
         if self._stopping_for is not None and r.preempted_by is not None:
             self._stopping_for[r.preempted_by] += step
         if self._spread is not None and r.spread_group:
@@ -110,8 +117,11 @@ class RunningWork:
                 if r.interruptible and r.preempted_by is None:
                     self._interruptible[None][r.priority] += 1
                     self._interruptible[r.key][r.priority] += 1
-        counts = self._interruptible.get(key)
-        return min(counts) if counts else float("inf")
+        lowest = self._lowest.get(key)
+        if lowest is None:  # asked for every pool of every search: the minimum is kept until work changes
+            counts = self._interruptible.get(key)
+            lowest = self._lowest[key] = min(counts) if counts else float("inf")
+        return lowest
 
     def stopping_for(self, request_id: str) -> bool:
         """True when victims chosen for this request earlier are still stopping."""

@@ -51,10 +51,12 @@ def _figures(
     figures = score.explain(ctx, cluster, pool, capacity, pods)
     if not ctx.stake_level or score.name not in ctx.cycle.dollar_scores:
         return figures
+    threshold = ctx.cycle.policy.dollars_at_stake_gpu_hours
+    assert threshold is not None, "work is staked only when the policy sets a threshold"
     return (
         *figures,
         ("gpu_hours_at_stake", ctx.gpu_hours),
-        ("stakes_from_gpu_hours", ctx.cycle.policy.dollars_at_stake_gpu_hours),
+        ("stakes_from_gpu_hours", threshold),
         ("weighed_times", 1 + ctx.stake_level),
     )
 

@@ -101,7 +101,7 @@ class _StartableNow:
 def replay(fleet: ReplayFleet, jobs: Sequence[TraceJob], placer: Placer) -> ReplayRun:
     state = FleetState(fleet)
     out = ReplayRun(placer.name, fleet.total_gpus)
-    placeable = []
+    placeable: list[TraceJob] = []
     for job in jobs:
         (placeable if fits_empty_fleet(state, job) else out.unplaceable).append(job)
     if not placeable:

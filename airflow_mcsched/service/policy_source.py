@@ -5,6 +5,7 @@ the engine's defaults when none is set."""
 from __future__ import annotations
 
 import threading
+from functools import cache
 from pathlib import Path
 
 from airflow_mcsched.decision import Policy
@@ -26,8 +27,16 @@ def load_policy_file(path: str | Path) -> Policy:
     return policy
 
 
+@cache
+def _default_policy() -> Policy:
+    """The engine's defaults, one object for the life of the process. The engine keeps what it
+    learnt of a fleet per policy object (decision/plan_cache.py): a new `Policy()` per call made
+    every admission cycle of a process with no policy file start with nothing kept."""
+    return Policy()
+
+
 def current_policy() -> Policy:
     from airflow.configuration import conf
 
     path = conf.get("mcsched", "policy_file", fallback="")
-    return load_policy_file(path) if path else Policy()
+    return load_policy_file(path) if path else _default_policy()

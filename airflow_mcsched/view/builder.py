@@ -48,7 +48,7 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
     excluded: dict[str, int] = dict.fromkeys(by_pool, 0)
     pools = {p.name: p for p in profile.node_pools}
     healthy = obs is not None and obs.error is None
-    if healthy:
+    if healthy and obs is not None:
         for node in obs.nodes:
             name = _pool_for(node, pools, profile)
             if name is None:

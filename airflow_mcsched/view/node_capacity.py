@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
@@ -114,11 +115,11 @@ class NodeCapacity:
                     free[i] = 0
                     need -= 1
             if a.gpu_milli:
-                i = self.best_share_gpu(a.gpu_milli)
-                if i is None and free:
-                    i = max(range(len(free)), key=free.__getitem__)
-                if i is not None:
-                    free[i] = max(0, free[i] - a.gpu_milli)
+                j = self.best_share_gpu(a.gpu_milli)
+                if j is None and free:
+                    j = max(range(len(free)), key=free.__getitem__)
+                if j is not None:
+                    free[j] = max(0, free[j] - a.gpu_milli)
         return NodeCapacity.of(
             self.name,
             tuple(free),
@@ -131,31 +132,46 @@ class NodeCapacity:
     def give_back(self, a: NodeAllocation) -> NodeCapacity:
         """Capacity after `a` ends: to its named GPUs, else whole GPUs to empty ones and a share to the
         fullest GPU it fits back on; never above a whole GPU."""
+        return self.give_back_all((a,))
+
+    def give_back_all(self, allocations: Iterable[NodeAllocation]) -> NodeCapacity:
+        """Capacity after all of `allocations` end: `give_back` of each in turn, made as one node
+        (work that ends at one instant often holds several pods on one node)."""
         free = list(self.gpu_milli_free)
-        back = a.gpu_milli if a.gpu_milli else MILLI_PER_GPU
-        if a.gpu_indices and all(i < len(free) for i in a.gpu_indices):
-            for i in a.gpu_indices:
-                free[i] = min(MILLI_PER_GPU, free[i] + back)
-        else:
-            need = a.gpus
-            for i, m in enumerate(free):
-                if need == 0:
-                    break
-                if m == 0:
-                    free[i] = MILLI_PER_GPU
-                    need -= 1
-            if a.gpu_milli:
-                target = None
-                for i, m in enumerate(free):
-                    if m < MILLI_PER_GPU and m + a.gpu_milli <= MILLI_PER_GPU and (target is None or m < free[target]):
-                        target = i
-                if target is not None:
-                    free[target] += a.gpu_milli
+        cpu, cpu_top = self.cpu_milli_free, self.cpu_milli_allocatable
+        mem, mem_top = self.memory_mib_free, self.memory_mib_allocatable
+        for a in allocations:
+            _give_back_gpus(free, a)
+            cpu = max(0, min(cpu_top, cpu + a.cpu_milli))  # each step as `of` would leave it
+            mem = max(0, min(mem_top, mem + a.memory_mib))
         return NodeCapacity.of(
             self.name,
             tuple(free),
-            min(self.cpu_milli_allocatable, self.cpu_milli_free + a.cpu_milli),
-            min(self.memory_mib_allocatable, self.memory_mib_free + a.memory_mib),
+            cpu,
+            mem,
             self.cpu_milli_allocatable,
             self.memory_mib_allocatable,
         )
+
+
+def _give_back_gpus(free: list[int], a: NodeAllocation) -> None:
+    """`a`'s GPUs back into `free` (per GPU), as `NodeCapacity.give_back` says."""
+    back = a.gpu_milli if a.gpu_milli else MILLI_PER_GPU
+    if a.gpu_indices and all(i < len(free) for i in a.gpu_indices):
+        for i in a.gpu_indices:
+            free[i] = min(MILLI_PER_GPU, free[i] + back)
+        return
+    need = a.gpus
+    for i, m in enumerate(free):
+        if need == 0:
+            break
+        if m == 0:
+            free[i] = MILLI_PER_GPU
+            need -= 1
+    if a.gpu_milli:
+        target = None
+        for i, m in enumerate(free):
+            if m < MILLI_PER_GPU and m + a.gpu_milli <= MILLI_PER_GPU and (target is None or m < free[target]):
+                target = i
+        if target is not None:
+            free[target] += a.gpu_milli

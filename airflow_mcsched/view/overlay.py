@@ -24,9 +24,10 @@ class CapacityOverlay:
         self._pools = view.pools_by_key
         self._changed: dict[PoolKey, PoolCapacity] = {}
         self._deferred: dict[PoolKey, tuple[PoolView, Callable[[], PoolCapacity]]] = {}
-        self.by_ordinal: dict[int, PoolCapacity] = {}
-        """Changed capacity by the pool's fleet position: the engine's hot loop reads this directly
-        (and `capacity` only when it holds nothing, since a deferred change is not in it yet)."""
+        self.by_ordinal: dict[int, PoolCapacity] = dict(view.capacity_by_ordinal)
+        """Capacity by the pool's fleet position, changed or not, except pools with a deferred change
+        not worked out yet: the engine's hot loops read this directly, and `capacity` only when it
+        holds nothing (a deferred pool, or a position another view's plan names that this one lacks)."""
         self.log: list[int] = []
         """Fleet positions of the pools changed, in order (with repeats): what changed since a given point."""
         self.version = 0
@@ -62,6 +63,7 @@ class CapacityOverlay:
         if key in self._changed or key in self._deferred:
             raise ValueError(f"pool {pool.cluster}/{pool.name} has changed already; take from it instead")
         self._deferred[key] = (pool, compute)
+        self.by_ordinal.pop(pool.ordinal, None)
         self.log.append(pool.ordinal)
         self.version += 1
 

@@ -90,12 +90,20 @@ class PoolCapacity:
         """Change only the touched nodes and update the sums by difference; maxima are re-read only
         when a node that held one went down (so taking from one node of a big pool stays cheap)."""
         changed: dict[int, NodeCapacity] = {}
+        if give_back:  # each node given back its pods at once (a node is made once, not per pod)
+            ended: dict[int, list[NodeAllocation]] = {}
+            for a in allocations:
+                i = self.node_index.get(a.node)
+                if i is not None:  # the node left the pool (drained, deleted): nothing to give back
+                    ended.setdefault(i, []).append(a)
+            for i, pods in ended.items():
+                changed[i] = self.nodes[i].give_back_all(pods)
+            return self.with_nodes(changed)
         for a in allocations:
             i = self.node_index.get(a.node)
             if i is None:  # the node left the pool (drained, deleted): nothing to hold there
                 continue
-            node = changed.get(i) or self.nodes[i]
-            changed[i] = node.give_back(a) if give_back else node.take(a)
+            changed[i] = (changed.get(i) or self.nodes[i]).take(a)
         return self.with_nodes(changed)
 
     def with_nodes(self, changed: dict[int, NodeCapacity]) -> PoolCapacity:

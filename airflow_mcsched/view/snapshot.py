@@ -207,6 +207,7 @@ class GlobalView:
     pools: tuple[PoolView, ...] = field(init=False, repr=False, compare=False)
     _clusters_by_name: dict[str, ClusterView] = field(init=False, repr=False, compare=False)
     _pools_by_key: dict[PoolKey, PoolView] = field(init=False, repr=False, compare=False)
+    _capacity_by_ordinal: dict[int, PoolCapacity] = field(init=False, repr=False, compare=False)
     _layout: tuple | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
@@ -214,6 +215,7 @@ class GlobalView:
         object.__setattr__(self, "pools", pools)
         object.__setattr__(self, "_clusters_by_name", {c.name: c for c in self.clusters})
         object.__setattr__(self, "_pools_by_key", {p.key: p for p in pools})
+        object.__setattr__(self, "_capacity_by_ordinal", {p.ordinal: p.capacity for p in pools})
 
     def age(self, now: datetime) -> timedelta:
         return now - self.taken_at
@@ -248,6 +250,11 @@ class GlobalView:
     def pools_by_key(self) -> Mapping[PoolKey, PoolView]:
         """Every pool by (cluster, pool name); the view's own index, not to be changed."""
         return self._pools_by_key
+
+    @property
+    def capacity_by_ordinal(self) -> Mapping[int, PoolCapacity]:
+        """Every pool's free capacity by its fleet position; the view's own index, not to be changed."""
+        return self._capacity_by_ordinal
 
     def has_pool(self, key: PoolKey) -> bool:
         return key in self._pools_by_key

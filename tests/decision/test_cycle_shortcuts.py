@@ -5,8 +5,11 @@
 - the backfill replay of running work follows only the nodes that ends touch until the request
   may fit (`backfill._PoolReplay`);
 - a pool's search for work to preempt is reused by later requests alike (demand, priority, expected
-  duration) while nothing it read changed, and its candidate victims are kept per priority while the
-  pool's work is unchanged (`preemption._search_memo`, `preemption._below_in_pool`).
+  duration) while nothing it read changed, and so is a whole search over the same pools while nothing
+  in the cycle changed; a pool's candidate victims are kept per priority while its work is
+  unchanged, with what single-pod searches derive from them (`preemption._search_memo`,
+  `preemption._below_in_pool`);
+- backfill's replay gives back what ends at one instant node by node at once.
 
 Each is checked against the engine with the shortcut turned off, on random fleets and queues.
 """
@@ -124,6 +127,32 @@ def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes():
     assert by_id["r-late"].rejections == first.rejections  # equal, but walked again after the grant
     assert by_id["r-late"].rejections is not first.rejections
     assert len(cycle.state.fits_nowhere) == 1
+
+
+def test_requests_alike_waiting_on_the_same_pools_share_one_search_for_work_to_stop(monkeypatch):
+    """Three urgent requests alike find nothing to stop on a pool of work that may not stop; nothing
+    changes between them, so the second and third take the first's whole search; a grant in the
+    cycle (the CPU job) makes the fourth search again."""
+    profile = cluster("a", pool("gpu", "A100", nodes=1), pool("cpu", None, nodes=1))
+    running = [
+        reservation("keep", "a", "gpu", "a-gpu-0", gpus=8, priority=0),
+        reservation("spot", "a", "cpu", "a-cpu-0", gpus=0, priority=0, interruptible=True, gpu_type=None),
+    ]  # the interruptible work elsewhere makes a search worth starting
+    view = view_of((profile, observe(profile, free={"gpu": [0]}, seen=[r.id for r in running])))
+    urgent = [
+        request(f"u{i}", gpus=8, priority_class="high", arrival=NOW - timedelta(seconds=10 - i)) for i in range(3)
+    ]
+    queue = [*urgent, request("cpu-job", cpu=1, priority_class="high", arrival=NOW - timedelta(seconds=5))]
+    queue.append(request("u-late", gpus=8, priority_class="high", arrival=NOW))
+    searches = []
+    whole_search = preemption._best_plan
+    monkeypatch.setattr(
+        preemption, "_best_plan", lambda ctx, *a: searches.append(ctx.request.id) or whole_search(ctx, *a)
+    )
+    result = decide(view, queue, running, Policy(backfill=False), NOW)
+    assert [d.outcome for d in result.decisions if d.request_id.startswith("u")] == [Outcome.WAITING] * 4
+    assert result.decision("cpu-job").outcome is Outcome.ADMITTED
+    assert searches == ["u0", "u-late"]
 
 
 def test_a_head_waits_for_the_node_whose_work_ends_first_that_fits_it():

@@ -3,6 +3,7 @@ work's latest ends kept up to date, and the collector held off while a cycle run
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import random
 import threading
@@ -11,11 +12,14 @@ from datetime import timedelta
 import pytest
 
 from airflow_mcsched.access.profiles import WorkKind
-from airflow_mcsched.decision import Outcome, Plugins, Policy, decide, plan_cache
+from airflow_mcsched.decision import Outcome, Plugins, Policy, Reason, decide, plan_cache, preemption
+from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.decision.running_work import RunningWork
 from airflow_mcsched.decision.scores import DEFAULT_SCORES
 from airflow_mcsched.decision.scores.base import Score
+from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.node_capacity import NodeCapacity
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
 
 pytestmark = pytest.mark.usefixtures("fresh_memory")
@@ -288,3 +292,60 @@ def test_rankings_that_start_from_an_earlier_cycle_decide_as_with_nothing_rememb
     plan_cache.forget_all()
     assert remembered == cycles(remember=False)
     assert any(d.placement is not None for result in remembered for d in result.decisions)
+
+
+def _random_node(rng: random.Random) -> NodeCapacity:
+    gpus = rng.choice([0, 4, 8])
+    milli = tuple(rng.choice([0, 0, 300, 700, 1000]) for _ in range(gpus))
+    allocatable_cpu, allocatable_mem = 64_000, 512_000
+    return NodeCapacity.of(
+        "n", milli, rng.randint(0, allocatable_cpu), rng.randint(0, allocatable_mem), allocatable_cpu, allocatable_mem
+    )
+
+
+def _random_allocation(rng: random.Random, gpus_on_node: int) -> NodeAllocation:
+    share = rng.random() < 0.4
+    named = rng.random() < 0.5 and gpus_on_node
+    return NodeAllocation(
+        "n",
+        0 if share else rng.randint(0, 2),
+        rng.choice([200, 500]) if share else 0,
+        rng.randint(0, 20_000),
+        rng.randint(0, 100_000),
+        (rng.randrange(gpus_on_node),) if named else (),
+    )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_giving_back_several_pods_at_once_is_giving_each_back_in_turn(seed):
+    """Backfill's replay gives back what ends at one instant node by node at once
+    (`NodeCapacity.give_back_all`): the node must be the one that giving back each pod in turn makes,
+    caps on CPU, memory and whole GPUs included."""
+    rng = random.Random(seed)
+    node = _random_node(rng)
+    pods = [_random_allocation(rng, node.gpus) for _ in range(rng.randint(1, 6))]
+    in_turn = node
+    for a in pods:
+        in_turn = in_turn.give_back(a)
+    assert node.give_back_all(pods) == in_turn
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_fewest_victims_on_a_node_are_found_as_by_checking_each_prefix(seed):
+    """`_fewest_largest_first` carries the freed sums from one prefix of the victims to the next;
+    the answer must be the first prefix that `_frees_enough` accepts, shares included."""
+    rng = random.Random(seed)
+    node = _random_node(rng)
+    victims = []
+    for i in range(rng.randint(1, 6)):
+        pods = tuple(_random_allocation(rng, node.gpus) for _ in range(rng.randint(1, 2)))
+        pods += (NodeAllocation("elsewhere", 1, 0, 1000, 1024),) if rng.random() < 0.3 else ()
+        r = reservation(f"v{i}", "c", "big", "n", interruptible=True, priority=0)
+        victims.append(preemption.VictimChoice(dataclasses.replace(r, pods=pods), Reason.PREEMPTED_BY_PRIORITY))
+    by_size = sorted(victims, key=preemption._size_order)
+    demand = Demand(1, *rng.choice([(rng.randint(1, 8), 0), (0, rng.choice([300, 600, 1000]))]),
+                    rng.randint(0, 40_000), rng.randint(0, 300_000))  # fmt: skip
+    by_prefix = next(
+        (k for k in range(1, len(by_size) + 1) if preemption._frees_enough(node, by_size[:k], demand)), None
+    )
+    assert preemption._fewest_largest_first(node, by_size, demand) == by_prefix

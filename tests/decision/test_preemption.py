@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from airflow_mcsched.decision import Outcome, Policy, Reason, decide
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
 
@@ -136,3 +138,27 @@ def test_a_plan_found_for_an_earlier_request_alike_names_its_victims_for_this_on
     assert [(v.reservation_id, v.for_request) for v in first.victims] == [("rsv-cheap", "first")]
     assert [(v.reservation_id, v.for_request) for v in second.victims] == [("rsv-dear", "second")]
     assert "of second" in second.victims[0].message and "of first" in first.victims[0].message
+
+
+def test_a_request_alike_in_shape_but_bound_to_other_pools_searches_them():
+    """Two urgent requests alike in demand, priority and expected duration, one bound to A100s and
+    one to H100s, with nothing changing between them: the first finds no work to stop on the A100
+    pool (nothing there may stop), the second must still search the H100 pool and preempt there
+    (a search remembered for requests alike holds only for the same pools). Without backfill, no
+    head is held for the first either, so nothing at all changes between the two searches."""
+    profile = cluster("a", pool("a100", nodes=1), pool("h100", "H100", nodes=1))
+    running = [
+        reservation("keep", "a", "a100", "a-a100-0", gpus=8, priority=LOW, interruptible=False),
+        reservation("spot", "a", "h100", "a-h100-0", gpus=8, priority=LOW, interruptible=True, gpu_type="H100"),
+    ]
+    seen = [r.id for r in running]
+    view = view_of((profile, observe(profile, free={"a100": [0], "h100": [0]}, seen=seen)))
+    queue = [
+        urgent("on-a100", gpu_types=["A100"], arrival=NOW - timedelta(minutes=2)),
+        urgent("on-h100", gpu_types=["H100"]),
+    ]
+    result = decide(view, queue, running, DEFAULT_POLICY.model_copy(update={"backfill": False}), NOW)
+    assert result.decision("on-a100").outcome is Outcome.WAITING
+    d = result.decision("on-h100")
+    assert d.outcome is Outcome.PREEMPTING
+    assert [v.reservation_id for v in d.victims] == ["rsv-spot"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
 from airflow_mcsched.decision.scores.base import Score
@@ -134,29 +134,42 @@ class WholeNodeScore(Score):
         return known
 
     def _cost(self, ctx, pool, capacity, pods) -> float:
-        largest = self._for_cycle(ctx)[2]
+        # (the engine's hottest score: measured for every pool fitted and explained for every
+        # admission, so attribute lookups are hoisted and a single pod skips the per-node tally)
+        cycle = ctx.cycle
+        known = self._known
+        largest = (known if known[0]() is cycle else self._for_cycle(ctx))[2]
         d = ctx.demand
         per_pod = d.gpus if d.gpus else d.gpu_milli / MILLI_PER_GPU
-        taken: dict[str, float] = {}
-        for a in pods:
-            taken[a.node] = taken.get(a.node, 0.0) + per_pod
+        if len(pods) == 1:
+            taken: Iterable[tuple[str, float]] = ((pods[0].node, 0.0 + per_pod),)
+        else:
+            tally: dict[str, float] = {}
+            for a in pods:
+                tally[a.node] = tally.get(a.node, 0.0) + per_pod
+            taken = tally.items()
         seconds = max(1.0, ctx.duration.total_seconds())
-        ends = ctx.cycle.running.latest_ends(pool.key)
-        now = ctx.now
+        ends = cycle.running.latest_ends(pool.key)
+        now = cycle.now
+        index, nodes = capacity.node_index, capacity.nodes
         worst = 0.0
-        for name, gpus in taken.items():
-            node = capacity.node(name)
-            if node is None or not node.gpus:
+        for name, gpus in taken:
+            i = index.get(name)
+            if i is None:
+                continue
+            node = nodes[i]
+            total = len(node.gpu_milli_free)
+            if not total:
                 continue
             end = ends.get(name)
             if end is not None:  # seconds until the last of our work on it is expected to end (0: past it)
                 until = max(0.0, (end - now).total_seconds())
-            elif node.whole_gpus_free == node.gpus:
+            elif node.whole_gpus_free == total:
                 until = 0.0  # nothing runs and every GPU is free: the pod opens an empty node
             else:
                 continue  # work of unknown end holds the node: it is not coming free anyway
             added = min(1.0, max(0.0, seconds - until) / seconds)
-            worst = max(worst, added * max(0.0, node.gpus - gpus) / largest)
+            worst = max(worst, added * max(0.0, total - gpus) / largest)
         return worst
 
     def measure(self, ctx, cluster, pool, capacity, pods):
