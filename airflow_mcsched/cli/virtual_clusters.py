@@ -93,6 +93,18 @@ def _up(args: argparse.Namespace) -> int:
         default_duration_seconds=args.duration,
         container_start_seconds=args.container_start,
     )
+    stopping = False
+
+    def request_stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    if not args.detach:
+        # Ctrl-C and SIGTERM only ask to stop, from the start: one arriving while the fleet starts or
+        # its table prints raised KeyboardInterrupt past the loop below, leaving the servers running
+        # (and holding a caller's pipes open)
+        signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGTERM, request_stop)
     fleet = VirtualFleet.start(
         args.file,
         mode="process",
@@ -112,18 +124,8 @@ def _up(args: argparse.Namespace) -> int:
         print("\nrunning in the background; stop with: mcsched virtual-clusters down" + _state_dir_flag(args))
         return 0
     print("\nserving; press Ctrl-C to stop")
-    stopping = False
-
-    def request_stop(*_: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
-        while not stopping and any(h.process and h.process.poll() is None for h in fleet):
-            time.sleep(0.3)
-    except KeyboardInterrupt:
-        pass
+    while not stopping and any(h.process and h.process.poll() is None for h in fleet):
+        time.sleep(0.3)
     fleet.stop()
     _remove_state(state_dir, state)
     print("virtual clusters stopped")

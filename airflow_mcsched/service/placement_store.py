@@ -26,8 +26,8 @@ from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, Reason, d
 from airflow_mcsched.governance.reclaim import RECLAIM_ACTOR, HeldReservation, idle_message, is_idle
 from airflow_mcsched.service.cluster_store import ClusterStore, audit
 from airflow_mcsched.service.placement_mapping import (
+    StoredExplanations,
     engine_request,
-    explanation_of,
     json_of,
     placement_out,
     request_of,
@@ -355,10 +355,11 @@ class PlacementStore:
                 for_placement=victim.for_request,
             )
         counts = dict.fromkeys(Outcome, 0)
+        stored_explanation = StoredExplanations()
         for decision in result.decisions:
             row = pending[decision.request_id]
             counts[decision.outcome] += 1
-            explanation = json_of(explanation_of(decision, now))
+            explanation = stored_explanation(decision, now)
             if decision.outcome is Outcome.WAITING and _same_explanation(row.explanation, explanation):
                 continue  # still waiting for the same reasons: keep when it was first said, write nothing
             row.decided_at = now

@@ -1,0 +1,139 @@
+"""One admission cycle of the placement service, end to end: the queue read from the database,
+decided by the engine, and every decision written back (`PlacementStore.run_cycle`, what the API
+server runs on every submit, release, sync and timer tick).
+
+    .venv/bin/python benchmarks/bench_service_cycle.py [--clusters 100] [--queue steps|random] [--cycles 6]
+    .venv/bin/python benchmarks/bench_service_cycle.py --url postgresql+psycopg2:///bench_cycle
+    .venv/bin/python benchmarks/bench_service_cycle.py --fresh-policy   # as the service was before session 16
+
+The fleet and queues of `bench_engine.py` (seed 1) in a new database that holds the project's
+tables only (the store needs nothing of Airflow's): the clusters' profiles and capacity reads, and
+1,000 pending placements (its running reservations are left out: the reads show their GPUs in
+use). Every cycle runs in a transaction that is rolled back, so each decides the same queue on
+the same rows, while what the engine keeps between cycles (plans, rankings, the view built from
+unchanged rows) stays, as in the API server. `--fresh-policy` hands every cycle a new default
+`Policy()`: the engine keeps its memory per policy object, so each cycle then starts from nothing.
+
+Prints, per cycle, wall ms of the whole cycle and of its parts: the engine (`decide`), writing
+the decisions (`_record`), and the rest (the lock, reading rows and the view, building requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench_engine import NOW, fleet_and_queues
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
+
+from airflow_mcsched.access.profiles import FleetSpec
+from airflow_mcsched.decision import PlacementRequest, Policy
+from airflow_mcsched.service import placement_store
+from airflow_mcsched.service.cluster_store import ClusterStore
+from airflow_mcsched.service.placement_store import PlacementStore
+from airflow_mcsched.service.status_store import StatusStore
+from airflow_mcsched.service.tables import PlacementRow, metadata
+
+
+def _row(r: PlacementRequest) -> PlacementRow:
+    """A pending placement as `PlacementStore.submit` would queue the request (its id is the row's)."""
+    return PlacementRow(
+        id=r.id,
+        dag_id="bench",
+        run_id="cycle",
+        task_id=r.id,
+        team=r.team,
+        project=r.project,
+        priority_class=r.priority_class,
+        kind=r.kind.value,
+        interruptible=r.interruptible,
+        state="pending",
+        ask={},
+        request=r.model_dump(mode="json"),
+        submitted_by="bench",
+        queued_at=r.arrival,
+        gpus=r.gpu_equivalent,
+    )
+
+
+def load(url: str, clusters: int, queue_kind: str) -> None:
+    rng = random.Random(1)
+    profiles, observations, _, _, templated, random_queue = fleet_and_queues(clusters, rng)
+    engine = create_engine(url)
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
+    with Session(engine) as session:
+        ClusterStore(session).apply(FleetSpec(clusters=profiles), actor="bench")
+        statuses = StatusStore(session)
+        for obs in observations:
+            statuses.record(obs)
+        session.add_all(_row(r) for r in (templated if queue_kind == "steps" else random_queue))
+        session.commit()
+    engine.dispose()
+
+
+class _Timed:
+    """Wall seconds spent in one function, summed over calls, while installed on its owner."""
+
+    def __init__(self, owner: object, name: str) -> None:
+        self.seconds = 0.0
+        inner: Callable = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+
+def cycles(url: str, n: int, fresh_policy: bool) -> list[tuple[float, float, float, int]]:
+    """(whole, engine, writing, admitted) per cycle, in ms and count."""
+    engine = create_engine(url)
+    decide = _Timed(placement_store, "decide")
+    record = _Timed(PlacementStore, "_record")
+    policy = Policy()
+    out = []
+    for _ in range(n):
+        decide.seconds = record.seconds = 0.0
+        with Session(engine) as session:
+            start = time.perf_counter()
+            report = PlacementStore(session, Policy() if fresh_policy else policy).run_cycle(NOW)
+            session.flush()
+            whole = time.perf_counter() - start
+            session.rollback()
+        out.append((whole * 1e3, decide.seconds * 1e3, record.seconds * 1e3, report.admitted))
+    engine.dispose()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--queue", choices=["steps", "random"], default="steps")
+    parser.add_argument("--cycles", type=int, default=6)
+    parser.add_argument(
+        "--url", help="a database to fill (its project tables are dropped first); default: a new SQLite file"
+    )
+    parser.add_argument(
+        "--fresh-policy", action="store_true", help="a new Policy() per cycle (the service before session 16)"
+    )
+    args = parser.parse_args()
+    url = args.url or f"sqlite:///{Path(tempfile.mkdtemp(prefix='mcsched-cycle-')) / 'cycle.db'}"
+    load(url, args.clusters, args.queue)
+    print(f"{args.clusters} clusters, 1,000 pending ({args.queue}), {url.split(':')[0]}, "
+          f"{'a new policy per cycle' if args.fresh_policy else 'one policy'}; wall ms")  # fmt: skip
+    print(f"{'cycle':>5} {'whole':>8} {'engine':>8} {'writing':>8} {'the rest':>8} {'admitted':>8}")
+    for i, (whole, engine, writing, admitted) in enumerate(cycles(url, args.cycles, args.fresh_policy), 1):
+        print(f"{i:>5} {whole:>8.0f} {engine:>8.0f} {writing:>8.0f} {whole - engine - writing:>8.0f} {admitted:>8}")
+
+
+if __name__ == "__main__":
+    main()
