@@ -190,11 +190,10 @@ def json_of(model: Any) -> dict[str, Any]:
 
 class StoredExplanations:
     """`json_of(explanation_of(decision, decided_at))` for the decisions of one cycle, each list of
-    rejections written once: requests alike share one (every pool their plan rules out, a few
-    hundred on a large fleet), and made as plain JSON rather than a model each. Those models were a
-    third of a 1,000-request cycle's time in the service at 100 clusters
-    (`benchmarks/bench_service_cycle.py`). The rows of requests alike share the list; nothing
-    changes a stored explanation in place."""
+    rejections written once: requests alike share one (every pool their plan rules out, up to the
+    whole fleet), and made as plain JSON rather than a model each. Those models were a third of a
+    1,000-request cycle's time in the service at 100 clusters (`benchmarks/bench_service_cycle.py`).
+    The rows of requests alike share the list; nothing changes a stored explanation in place."""
 
     def __init__(self) -> None:
         self._rejections: dict[int, tuple[tuple, list[dict[str, Any]]]] = {}
