@@ -109,7 +109,12 @@ def _fill_row(row: ClusterRow, profile: ClusterProfile) -> None:
 
 
 def audit(session: Session, actor: str, action: str, subject_kind: str, subject: str, **details: Any) -> None:
-    session.add(AuditRow(actor=actor, action=action, subject_kind=subject_kind, subject=subject, details=details))
+    session.add(AuditRow(**audit_values(actor, action, subject_kind, subject, **details)))
+
+
+def audit_values(actor: str, action: str, subject_kind: str, subject: str, **details: Any) -> dict[str, Any]:
+    """An audit row's columns (its time is the insert's)."""
+    return {"actor": actor, "action": action, "subject_kind": subject_kind, "subject": subject, "details": details}
 
 
 class ClusterStore:

@@ -11,7 +11,6 @@ from typing import Any
 from airflow_mcsched.decision import (
     PlacementDecision,
     PlacementRequest,
-    Rejection,
     Reservation,
     ScoredCandidate,
     parse_request,
@@ -26,6 +25,7 @@ from airflow_mcsched.service.schemas import (
     ScorePartOut,
     TaskRef,
 )
+from airflow_mcsched.service.stored_explanations import victim_json, with_rejections
 from airflow_mcsched.service.tables import PlacementRow, ReservationRow
 from airflow_mcsched.view import NodeAllocation
 
@@ -65,12 +65,17 @@ def reservation_of(row: ReservationRow) -> Reservation:
 
 
 def reservation_row(res: Reservation) -> ReservationRow:
-    return ReservationRow(
-        id=res.id,
-        placement_id=res.request_id,
-        cluster=res.cluster,
-        pool=res.pool,
-        pods=[
+    return ReservationRow(**reservation_values(res))
+
+
+def reservation_values(res: Reservation) -> dict[str, Any]:
+    """A granted reservation's row, as column values."""
+    return {
+        "id": res.id,
+        "placement_id": res.request_id,
+        "cluster": res.cluster,
+        "pool": res.pool,
+        "pods": [
             {
                 "node": a.node,
                 "gpus": a.gpus,
@@ -80,20 +85,20 @@ def reservation_row(res: Reservation) -> ReservationRow:
             }
             for a in res.pods
         ],
-        team=res.team,
-        project=res.project,
-        priority=res.priority,
-        priority_class=res.priority_class,
-        interruptible=res.interruptible,
-        gpu_type=res.gpu_type,
-        price_per_gpu_hour=res.price_per_gpu_hour,
-        spread_group=res.spread_group,
-        granted_at=res.granted_at,
-        expires_at=res.expires_at,
-        expected_end=res.expected_end,
-        preempted_by=res.preempted_by,
-        active=True,
-    )
+        "team": res.team,
+        "project": res.project,
+        "priority": res.priority,
+        "priority_class": res.priority_class,
+        "interruptible": res.interruptible,
+        "gpu_type": res.gpu_type,
+        "price_per_gpu_hour": res.price_per_gpu_hour,
+        "spread_group": res.spread_group,
+        "granted_at": res.granted_at,
+        "expires_at": res.expires_at,
+        "expected_end": res.expected_end,
+        "preempted_by": res.preempted_by,
+        "active": True,
+    }
 
 
 def _candidate(c: ScoredCandidate) -> CandidateOut:
@@ -109,8 +114,8 @@ def _candidate(c: ScoredCandidate) -> CandidateOut:
     )
 
 
-def explanation_of(decision: PlacementDecision, decided_at, with_rejections: bool = True) -> Explanation:
-    """The explanation the API returns; without `with_rejections`, its rejections left empty."""
+def explanation_of(decision: PlacementDecision, decided_at) -> Explanation:
+    """The explanation the API returns (a cycle stores its JSON, made in pieces: stored_explanations.py)."""
     return Explanation(
         outcome=decision.outcome.value,
         reason=str(decision.reason),
@@ -121,21 +126,8 @@ def explanation_of(decision: PlacementDecision, decided_at, with_rejections: boo
         rejections=[
             RejectionOut(cluster=r.cluster, pool=r.pool, reason=str(r.reason), message=r.message, lasting=r.lasting)
             for r in decision.rejections
-        ]
-        if with_rejections
-        else [],
-        victims=[
-            {
-                "reservation_id": v.reservation_id,
-                "placement_id": v.request_id,
-                "team": v.team,
-                "cluster": v.cluster,
-                "pool": v.pool,
-                "reason": str(v.reason),
-                "message": v.message,
-            }
-            for v in decision.victims
         ],
+        victims=[victim_json(v) for v in decision.victims],
         expected_start=decision.expected_start,
     )
 
@@ -145,7 +137,9 @@ def placement_out(
     reservation: ReservationRow | None = None,
     namespace: str | None = None,
     connection_id: str | None = None,
+    rejections: list | None = None,
 ) -> PlacementOut:
+    """The API's placement; `rejections`, the list its row names (placement_store.py)."""
     return PlacementOut(
         id=row.id,
         state=PlacementState(row.state),
@@ -180,36 +174,13 @@ def placement_out(
         pod_name=row.pod_name,
         end_reason=row.end_reason,
         holder_task_id=row.holder_task_id,
-        explanation=None if row.explanation is None else Explanation.model_validate(row.explanation),
+        explanation=None if row.explanation is None else _explanation(row.explanation, rejections),
     )
+
+
+def _explanation(stored: dict[str, Any], rejections: list | None) -> Explanation:
+    return Explanation.model_validate(stored if rejections is None else with_rejections(stored, rejections))
 
 
 def json_of(model: Any) -> dict[str, Any]:
     return model.model_dump(mode="json")
-
-
-class StoredExplanations:
-    """`json_of(explanation_of(decision, decided_at))` for the decisions of one cycle, each list of
-    rejections written once: requests alike share one (every pool their plan rules out, up to the
-    whole fleet), and made as plain JSON rather than a model each. Those models were a third of a
-    1,000-request cycle's time in the service at 100 clusters (`benchmarks/bench_service_cycle.py`).
-    The rows of requests alike share the list; nothing changes a stored explanation in place."""
-
-    def __init__(self) -> None:
-        self._rejections: dict[int, tuple[tuple, list[dict[str, Any]]]] = {}
-
-    def __call__(self, decision: PlacementDecision, decided_at) -> dict[str, Any]:
-        stored = json_of(explanation_of(decision, decided_at, with_rejections=False))
-        stored["rejections"] = self._rejections_json(decision.rejections)  # in its place among the keys
-        return stored
-
-    def _rejections_json(self, rejections: tuple) -> list[dict[str, Any]]:
-        known = self._rejections.get(id(rejections))
-        if known is None or known[0] is not rejections:  # the entry holds the tuple: its id stays its own
-            known = self._rejections[id(rejections)] = (rejections, list(map(_rejection_json, rejections)))
-        return known[1]
-
-
-def _rejection_json(r: Rejection) -> dict[str, Any]:
-    """`json_of(RejectionOut(...))` of a rejection, as `explanation_of` makes it."""
-    return {"cluster": r.cluster, "pool": r.pool, "reason": str(r.reason), "message": r.message, "lasting": r.lasting}

@@ -23,20 +23,22 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, Reason, decide
+from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.governance.reclaim import RECLAIM_ACTOR, HeldReservation, idle_message, is_idle
-from airflow_mcsched.service.cluster_store import ClusterStore, audit
+from airflow_mcsched.service.cluster_store import ClusterStore, audit, audit_values
+from airflow_mcsched.service.cycle_writes import CycleWrites
 from airflow_mcsched.service.placement_mapping import (
-    StoredExplanations,
     engine_request,
     json_of,
     placement_out,
     request_of,
     reservation_of,
-    reservation_row,
+    reservation_values,
 )
 from airflow_mcsched.service.policy_audit import record_policy_change
 from airflow_mcsched.service.schemas import PlacementOut, PlacementState, PlacementSubmit
-from airflow_mcsched.service.tables import AdmissionLockRow, PlacementRow, ReservationRow
+from airflow_mcsched.service.stored_explanations import StoredExplanations
+from airflow_mcsched.service.tables import AdmissionLockRow, AuditRow, PlacementRow, RejectionListRow, ReservationRow
 from airflow_mcsched.service.view_loader import cached_view
 from airflow_mcsched.service.visibility import EVERYTHING, Visibility
 
@@ -149,7 +151,20 @@ class PlacementStore:
                 namespace, connection_id = profile.namespace, profile.conn_id
             except LookupError:
                 pass  # the cluster was deleted since; the lineage keeps its name
-        return placement_out(row, reservation, namespace, connection_id)
+        return placement_out(row, reservation, namespace, connection_id, self._rejections(row))
+
+    def _rejections(self, row: PlacementRow) -> list | None:
+        """The row's list of rejections, when it names one (rows decided before revision 0005 hold
+        theirs inline). A cycle that committed since the row was read may have given it another
+        list and dropped this one: the row is then read again."""
+        for _ in range(2):
+            if row.rejections_digest is None:
+                return None
+            listed = self.session.get(RejectionListRow, row.rejections_digest)
+            if listed is not None:
+                return listed.rejections
+            self.session.refresh(row)
+        raise LookupError(f"placement {row.id}: its list of rejections {row.rejections_digest} is missing")
 
     def get(self, placement_id: str, seen: Visibility = EVERYTHING) -> PlacementRow:
         """The placement; one the reader may not see is as missing as one that does not exist."""
@@ -243,6 +258,10 @@ class PlacementStore:
         Without `now`, the clock is read once every row the cycle decides on is locked: a write
         that held one of them committed before, so its times precede the cycle's (grants never
         appear to start before the release that made room for them)."""
+        with collector_paused():  # see gc_pause.py: what a cycle reads, decides and writes lives until it ends
+            return self._cycle(now, actor)
+
+    def _cycle(self, now: datetime | None, actor: str) -> CycleReport:
         take_admission_lock(self.session, now or datetime.now(UTC))
         held = select(ReservationRow.placement_id).where(ReservationRow.active.is_(True))
         locked = self.session.scalars(
@@ -356,36 +375,52 @@ class PlacementStore:
             )
         counts = dict.fromkeys(Outcome, 0)
         stored_explanation = StoredExplanations()
+        writes = CycleWrites(self.session)
         for decision in result.decisions:
             row = pending[decision.request_id]
             counts[decision.outcome] += 1
             explanation = stored_explanation(decision, now)
-            if decision.outcome is Outcome.WAITING and _same_explanation(row.explanation, explanation):
+            if (
+                decision.outcome is Outcome.WAITING
+                and row.rejections_digest == explanation.rejections.digest
+                and _same_explanation(row.explanation, explanation.value)
+            ):
                 continue  # still waiting for the same reasons: keep when it was first said, write nothing
-            row.decided_at = now
-            row.explanation = explanation
-            if decision.outcome is Outcome.ADMITTED and decision.reservation is not None:
-                placement = decision.placement
-                row.state = PlacementState.ADMITTED.value
-                row.admitted_at = now
-                row.cluster, row.pool = placement.cluster, placement.pool
-                row.nodes = list(placement.nodes)
-                row.gpu_type = decision.reservation.gpu_type
-                row.price_per_gpu_hour = placement.price_per_gpu_hour
-                row.score = placement.score
-                self.session.add(reservation_row(decision.reservation))
-                audit(
-                    self.session,
+            if decision.outcome is not Outcome.ADMITTED or decision.reservation is None:
+                writes.update(row, {"decided_at": now}, explanation)
+                continue
+            placement = decision.placement
+            assert placement is not None, "an admission names its placement"
+            writes.update(
+                row,
+                {
+                    "decided_at": now,
+                    "state": PlacementState.ADMITTED.value,
+                    "admitted_at": now,
+                    "cluster": placement.cluster,
+                    "pool": placement.pool,
+                    "nodes": list(placement.nodes),
+                    "gpu_type": decision.reservation.gpu_type,
+                    "price_per_gpu_hour": placement.price_per_gpu_hour,
+                    "score": placement.score,
+                },
+                explanation,
+            )
+            writes.insert(ReservationRow, reservation_values(decision.reservation))
+            writes.insert(
+                AuditRow,
+                audit_values(
                     actor,
                     "placement.admit",
                     "placement",
                     row.id,
-                    cluster=row.cluster,
-                    pool=row.pool,
+                    cluster=placement.cluster,
+                    pool=placement.pool,
                     score=round(placement.score, 4),
                     price=placement.price_per_gpu_hour,
-                )
-        self.session.flush()
+                ),
+            )
+        writes.write()
         return CycleReport(
             counts[Outcome.ADMITTED], counts[Outcome.WAITING], counts[Outcome.PREEMPTING], len(result.reclaimed)
         )

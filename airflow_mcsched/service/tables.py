@@ -191,6 +191,9 @@ class PlacementRow(Base):
     price_per_gpu_hour: Mapped[float | None] = mapped_column(Float, nullable=True)
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     explanation: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    rejections_digest: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    """The explanation's rejections, kept once in `mcsched_rejection_list` (None: they are inline in
+    `explanation`, as rows decided before revision 0005 keep them)."""
     pod_name: Mapped[str | None] = mapped_column(String(253), nullable=True)
     end_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     gpu_hours: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -223,6 +226,21 @@ class ReservationRow(Base):
     preempted_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True, index=True)
     ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class RejectionListRow(Base):
+    """One list of rejections (every pool a decision ruled out, and why), kept once for all the
+    placements whose explanation gives it. Requests alike share one list in a cycle, and usually
+    the same list from cycle to cycle; inline, it was most of a row's explanation (some 22 KB of
+    25 KB at 100 clusters), written again for every row of every cycle. The admission cycle, the
+    only writer, adds lists under their digest and drops those no placement names any more."""
+
+    __tablename__ = "mcsched_rejection_list"
+
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """sha256 of the list's JSON text."""
+    rejections: Mapped[list] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
 class AdmissionLockRow(Base):

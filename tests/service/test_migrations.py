@@ -3,6 +3,7 @@ upgrades an existing DB in place, keeping its rows."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,3 +87,36 @@ def test_airflow_db_migrate_upgrades_an_older_mcsched_schema_in_place(tmp_path: 
         head = ScriptDirectory.from_config(alembic_config(conn)).get_current_head()
         assert conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar() == head
     assert {"mcsched_cluster_status", "mcsched_audit"} <= set(inspect(engine).get_table_names())
+
+
+def test_going_back_before_kept_rejection_lists_puts_each_list_inline_again(tmp_path: Path):
+    """Revision 0005 keeps rejections apart; downgrading loses none of them: each placement's list
+    goes back into its explanation, where revision 0004 reads it."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
+    rejections = [{"cluster": "c", "pool": "p", "reason": "NoMatchingGpuType", "message": "m", "lasting": True}]
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "heads")
+        conn.execute(
+            text("INSERT INTO mcsched_rejection_list (digest, rejections, created_at) VALUES ('d1', :r, '2026-01-01')"),
+            {"r": json.dumps(rejections)},
+        )
+        for pid, digest in (("kept-apart", "d1"), ("inline", None)):
+            explanation = {"outcome": "waiting", "reason": "WaitingForCapacity", "summary": "s"}
+            if digest is None:
+                explanation["rejections"] = [{**rejections[0], "cluster": "other"}]
+            conn.execute(
+                text(
+                    "INSERT INTO mcsched_placement (id, dag_id, run_id, task_id, map_index, try_number, attempt,"
+                    " team, kind, interruptible, state, ask, request, submitted_by, queued_at, gpus, explanation,"
+                    " rejections_digest) VALUES (:id, 'd', 'r', :id, -1, 1, 1, 't', 'training', 0, 'pending', '{}',"
+                    " '{}', 'test', '2026-01-01', 1, :e, :digest)"
+                ),
+                {"id": pid, "e": json.dumps(explanation), "digest": digest},
+            )
+        command.downgrade(alembic_config(conn), "0004_cluster_breaker")
+    with engine.connect() as conn:
+        stored = dict(conn.execute(text("SELECT id, explanation FROM mcsched_placement")).tuples().all())
+    assert json.loads(stored["kept-apart"])["rejections"] == rejections
+    assert json.loads(stored["inline"])["rejections"][0]["cluster"] == "other"
+    assert "mcsched_rejection_list" not in inspect(engine).get_table_names()
+    assert "rejections_digest" not in {c["name"] for c in inspect(engine).get_columns("mcsched_placement")}

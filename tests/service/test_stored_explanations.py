@@ -1,12 +1,17 @@
-"""What a cycle stores as a placement's explanation is what the API's model of it says, key for key
-and in the same order, however many decisions share a list of rejections."""
+"""What a cycle stores as a placement's explanation (the row's part and its list of rejections) is
+what the API's model of it says, key for key and in the same order, and each text is its value's
+JSON, however many decisions share a list of rejections or a candidate."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import timedelta
 
-from airflow_mcsched.decision import Outcome, decide
-from airflow_mcsched.service.placement_mapping import StoredExplanations, explanation_of, json_of
+from airflow_mcsched.decision import Outcome, PlacementDecision, Reason, ScoredCandidate, ScorePart, decide
+from airflow_mcsched.service.placement_mapping import explanation_of, json_of
+from airflow_mcsched.service.stored_explanations import StoredExplanations
+from airflow_mcsched.view import NodeAllocation
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
 
 
@@ -37,8 +42,12 @@ def test_each_stored_explanation_is_the_models_json_in_the_same_key_order():
     for d in decisions:
         expected = json_of(explanation_of(d, NOW))
         got = stored(d, NOW)
-        assert got == expected
-        assert list(got) == list(expected)
+        assert got.whole() == expected
+        assert list(got.whole()) == list(expected)
+        assert "rejections" not in got.value
+        assert got.text == json.dumps(got.value)
+        assert got.rejections.text == json.dumps(got.rejections.value)
+        assert got.rejections.digest == hashlib.sha256(got.rejections.text.encode()).hexdigest()
 
 
 def test_decisions_with_the_same_rejections_share_one_written_list():
@@ -46,5 +55,36 @@ def test_decisions_with_the_same_rejections_share_one_written_list():
     assert len(decisions) == 4  # the fifth finds the node full
     assert len({id(d.rejections) for d in decisions}) == 1  # requests alike: the plan's rejections
     stored = StoredExplanations()
-    lists = [stored(d, NOW)["rejections"] for d in decisions]
-    assert lists[0] and all(written is lists[0] for written in lists)
+    lists = [stored(d, NOW).rejections for d in decisions]
+    assert lists[0].value and all(written is lists[0] for written in lists)
+
+
+def test_a_candidate_met_again_is_stored_from_the_same_piece():
+    """The engine hands requests alike the same candidate object while its pool is untouched: the
+    second request's runner-up is the first one's, and is made into JSON once."""
+    fleet = cluster("fleet", pool("a100", nodes=2), pool("h100", "H100", nodes=2), pool("l4", "L4", nodes=2))
+    queue = [request(f"any-{i}", gpus=1, arrival=NOW - timedelta(minutes=5 - i)) for i in range(2)]
+    first, second = decide(view_of(fleet), queue, [], DEFAULT_POLICY, NOW).decisions
+    shared = {id(c) for c in first.runners_up} & {id(c) for c in second.runners_up}
+    assert shared, "requests alike meet the same candidates in untouched pools"
+    stored = StoredExplanations()
+    one, two = stored(first, NOW).value, stored(second, NOW).value
+    pieces = {id(c) for c in one["runners_up"]} & {id(c) for c in two["runners_up"]}
+    assert len(pieces) == len(shared)
+    for d in (first, second):
+        assert stored(d, NOW).whole() == json_of(explanation_of(d, NOW))
+
+
+def test_figures_that_are_not_finite_numbers_are_stored_as_the_model_stores_them():
+    """pydantic's JSON mode makes inf and nan null in a figure (typed `Any`) and keeps them in a
+    float field; stored text may then hold what the model's JSON holds, no more."""
+    figures = (("staging_seconds", float("inf")), ("gib", float("nan")), ("home", "ds-1"))
+    part = ScorePart("data_locality", 1, 2, figures)
+    candidate = ScoredCandidate("c", "p", 0.5, (part,), 2, (NodeAllocation("n0", 1, 0, 1000, 1024),))
+    decision = PlacementDecision("r", Outcome.ADMITTED, Reason.ADMITTED, "ok", placement=candidate)
+    got = StoredExplanations()(decision, NOW)
+    expected = json_of(explanation_of(decision, NOW))
+    assert got.whole() == expected
+    assert got.value["chosen"]["parts"][0]["detail"] == {"staging_seconds": None, "gib": None, "home": "ds-1"}
+    assert got.value["chosen"]["parts"][0]["weight"] == 2.0 and type(got.value["chosen"]["parts"][0]["weight"]) is float
+    assert got.text == json.dumps(got.value)
