@@ -21,4 +21,4 @@ class McschedDBManager(BaseDBManager):
     alembic_file = str(_MIGRATIONS / "alembic.ini")
     version_table_name = VERSION_TABLE
     supports_table_dropping = True
-    revision_heads_map = {"0.1.0": "0003_placements"}
+    revision_heads_map = {"0.1.0": "0005_rejection_lists"}  # the head each release ships (for downgrades)

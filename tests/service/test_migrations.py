@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 from alembic import command
@@ -120,3 +121,10 @@ def test_going_back_before_kept_rejection_lists_puts_each_list_inline_again(tmp_
     assert json.loads(stored["inline"])["rejections"][0]["cluster"] == "other"
     assert "mcsched_rejection_list" not in inspect(engine).get_table_names()
     assert "rejections_digest" not in {c["name"] for c in inspect(engine).get_columns("mcsched_placement")}
+
+
+def test_the_db_manager_names_the_migrations_head_for_this_release():
+    """`airflow db downgrade --to-version` finds our revision through this map: it must name the
+    head the installed release ships, not one a later migration left behind."""
+    head = ScriptDirectory.from_config(alembic_config(None)).get_current_head()
+    assert McschedDBManager.revision_heads_map[version("airflow-mcsched")] == head

@@ -4,6 +4,7 @@ the API's explanation; rows decided before they were kept apart still read their
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from airflow_mcsched.service.placement_store import PlacementStore
@@ -73,3 +74,23 @@ def test_a_row_with_its_rejections_inline_reads_them_and_keeps_them_apart_once_d
         assert store.out(row).explanation.rejections == waiting.explanation.rejections
         s.commit()
     _lists(db)
+
+
+def test_a_reader_whose_list_a_cycle_replaced_and_dropped_reads_the_row_again(db, request):  # noqa: F811
+    """PostgreSQL (read committed): a reader holds a waiting row; before it reads the row's list, a
+    cycle admits the placement, names another list and drops the old one. The reader reads the row
+    again and answers with what it is now, not with a missing list."""
+    if "sqlite" in request.node.name:
+        pytest.skip("SQLite has one writer: the cycle would wait for the reader's transaction to end")
+    place(db, submit("a", gpus=8, gpu_types=[H100]))
+    waiting = place(db, submit("b", gpus=8, gpu_types=[H100]))
+    with db() as reader:
+        row = reader.get(PlacementRow, waiting.id)
+        old = row.rejections_digest
+        a = reader.scalar(select(PlacementRow.id).where(PlacementRow.task_id == "a"))
+        _release_and_cycle(db, a)  # another session: b is admitted, its old list dropped
+        _, held = _lists(db)
+        assert old not in held
+        out = PlacementStore(reader, POLICY).out(row)
+    assert out.state is PlacementState.ADMITTED
+    assert row.rejections_digest != old and all(r.pool != "h100-spot" for r in out.explanation.rejections)
