@@ -9,23 +9,18 @@ from datetime import timedelta
 from typing import Any
 
 from airflow_mcsched.decision import (
-    PlacementDecision,
     PlacementRequest,
     Reservation,
-    ScoredCandidate,
     parse_request,
 )
 from airflow_mcsched.service.schemas import (
-    CandidateOut,
     Explanation,
     PlacementOut,
     PlacementState,
-    RejectionOut,
     ResourceAsk,
-    ScorePartOut,
     TaskRef,
 )
-from airflow_mcsched.service.stored_explanations import victim_json, with_rejections
+from airflow_mcsched.service.stored_explanations import with_rejections
 from airflow_mcsched.service.tables import PlacementRow, ReservationRow
 from airflow_mcsched.view import NodeAllocation
 
@@ -99,37 +94,6 @@ def reservation_values(res: Reservation) -> dict[str, Any]:
         "preempted_by": res.preempted_by,
         "active": True,
     }
-
-
-def _candidate(c: ScoredCandidate) -> CandidateOut:
-    return CandidateOut(
-        cluster=c.cluster,
-        pool=c.pool,
-        score=round(c.score, 6),
-        price_per_gpu_hour=c.price_per_gpu_hour,
-        nodes=list(c.nodes),
-        parts=[
-            ScorePartOut(name=p.name, value=round(p.value, 6), weight=p.weight, detail=dict(p.detail)) for p in c.parts
-        ],
-    )
-
-
-def explanation_of(decision: PlacementDecision, decided_at) -> Explanation:
-    """The explanation the API returns (a cycle stores its JSON, made in pieces: stored_explanations.py)."""
-    return Explanation(
-        outcome=decision.outcome.value,
-        reason=str(decision.reason),
-        summary=decision.summary,
-        decided_at=decided_at,
-        chosen=None if decision.placement is None else _candidate(decision.placement),
-        runners_up=[_candidate(c) for c in decision.runners_up],
-        rejections=[
-            RejectionOut(cluster=r.cluster, pool=r.pool, reason=str(r.reason), message=r.message, lasting=r.lasting)
-            for r in decision.rejections
-        ],
-        victims=[victim_json(v) for v in decision.victims],
-        expected_start=decision.expected_start,
-    )
 
 
 def placement_out(

@@ -1,17 +1,16 @@
 """A cycle's explanations as the placement tables store them: the API's JSON, made in pieces.
 
-What is stored is `json_of(explanation_of(decision, decided_at))` (placement_mapping.py), the
-`Explanation` model's JSON, in two parts: the row's `explanation` holds all of it but the
-rejections, and the list of rejections is kept once, under its digest, in `mcsched_rejection_list`
-(tables.py), which the row names. A 1,000-request cycle at 100 clusters made some 185,000 models for
-it and encoded each row's JSON whole, though most of it recurs from row to row: requests alike
-share their list of rejections (every pool their plan rules out, up to the whole fleet: some 22 KB
-of a row's 25 KB), and the engine hands requests alike the same scored candidate objects while a
-pool's capacity is unchanged. So each list of rejections and each candidate is made, as a value and
-as JSON text, once per cycle, and a row's text is its own few fields around those pieces. The text
-is exactly `json.dumps` of the value (tests/service/test_stored_explanations.py), written as is
-(service/cycle_writes.py); nothing changes a stored explanation in place, so rows may share the
-pieces of their values.
+What is stored is the `Explanation` model's JSON of a decision (schemas.py), in two parts: the
+row's `explanation` holds all of it but the rejections, and the list of rejections is kept once,
+under its digest, in `mcsched_rejection_list` (tables.py), which the row names. A 1,000-request
+cycle at 100 clusters made some 185,000 models for it and encoded each row's JSON whole, though
+most of it recurs from row to row: requests alike share their list of rejections (every pool their
+plan rules out, up to the whole fleet: some 22 KB of a row's 25 KB), and the engine hands requests
+alike the same scored candidate objects while a pool's capacity is unchanged. So each list of
+rejections and each candidate is made, as a value and as JSON text, once per cycle, and a row's
+text is its own few fields around those pieces. The text is exactly `json.dumps` of the value
+(tests/service/test_stored_explanations.py), written as is (service/cycle_writes.py); nothing
+changes a stored explanation in place, so rows may share the pieces of their values.
 """
 
 from __future__ import annotations
@@ -147,14 +146,15 @@ def victim_json(v: Victim) -> dict[str, Any]:
 
 
 def _rejection_json(r: Rejection) -> dict[str, Any]:
-    """`json_of(RejectionOut(...))` of a rejection, as `explanation_of` makes it."""
+    """A rejection as the `RejectionOut` model's JSON gives it."""
     return {"cluster": r.cluster, "pool": r.pool, "reason": str(r.reason), "message": r.message, "lasting": r.lasting}
 
 
 def _candidate_json(c: ScoredCandidate) -> dict[str, Any]:
-    """`json_of(CandidateOut(...))` of a candidate, as `explanation_of` makes it: its float fields as
-    floats, and a figure that is a float but not a finite number as null (pydantic's JSON mode turns
-    inf and nan into None where the type is `Any`, and keeps them in a `float` field)."""
+    """A candidate as the `CandidateOut` model's JSON gives it, score and values rounded to 6 places:
+    its float fields as floats, and a figure that is a float but not a finite number as null
+    (pydantic's JSON mode turns inf and nan into None where the type is `Any`, and keeps them in a
+    `float` field)."""
     return {
         "cluster": c.cluster,
         "pool": c.pool,

@@ -9,10 +9,42 @@ import json
 from datetime import timedelta
 
 from airflow_mcsched.decision import Outcome, PlacementDecision, Reason, ScoredCandidate, ScorePart, decide
-from airflow_mcsched.service.placement_mapping import explanation_of, json_of
-from airflow_mcsched.service.stored_explanations import StoredExplanations
+from airflow_mcsched.service.placement_mapping import json_of
+from airflow_mcsched.service.schemas import CandidateOut, Explanation, RejectionOut, ScorePartOut
+from airflow_mcsched.service.stored_explanations import StoredExplanations, victim_json
 from airflow_mcsched.view import NodeAllocation
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
+
+
+def _candidate(c: ScoredCandidate) -> CandidateOut:
+    return CandidateOut(
+        cluster=c.cluster,
+        pool=c.pool,
+        score=round(c.score, 6),
+        price_per_gpu_hour=c.price_per_gpu_hour,
+        nodes=list(c.nodes),
+        parts=[
+            ScorePartOut(name=p.name, value=round(p.value, 6), weight=p.weight, detail=dict(p.detail)) for p in c.parts
+        ],
+    )
+
+
+def explanation_of(decision: PlacementDecision, decided_at) -> Explanation:
+    """The decision as the API's models say it, field by field: what the stored pieces must equal."""
+    return Explanation(
+        outcome=decision.outcome.value,
+        reason=str(decision.reason),
+        summary=decision.summary,
+        decided_at=decided_at,
+        chosen=None if decision.placement is None else _candidate(decision.placement),
+        runners_up=[_candidate(c) for c in decision.runners_up],
+        rejections=[
+            RejectionOut(cluster=r.cluster, pool=r.pool, reason=str(r.reason), message=r.message, lasting=r.lasting)
+            for r in decision.rejections
+        ],
+        victims=[victim_json(v) for v in decision.victims],
+        expected_start=decision.expected_start,
+    )
 
 
 def _cycle():
