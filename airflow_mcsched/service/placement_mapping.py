@@ -17,6 +17,7 @@ from airflow_mcsched.service.schemas import (
     Explanation,
     PlacementOut,
     PlacementState,
+    RejectionOut,
     ResourceAsk,
     TaskRef,
 )
@@ -101,7 +102,7 @@ def placement_out(
     reservation: ReservationRow | None = None,
     namespace: str | None = None,
     connection_id: str | None = None,
-    rejections: list | None = None,
+    rejections: list[RejectionOut] | None = None,
 ) -> PlacementOut:
     """The API's placement; `rejections`, the list its row names (placement_store.py)."""
     return PlacementOut(
@@ -142,7 +143,7 @@ def placement_out(
     )
 
 
-def _explanation(stored: dict[str, Any], rejections: list | None) -> Explanation:
+def _explanation(stored: dict[str, Any], rejections: list[RejectionOut] | None) -> Explanation:
     return Explanation.model_validate(stored if rejections is None else with_rejections(stored, rejections))
 
 

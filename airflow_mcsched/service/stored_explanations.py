@@ -56,7 +56,7 @@ class StoredExplanation(NamedTuple):
         return with_rejections(self.value, self.rejections.value)
 
 
-def with_rejections(stored: dict[str, Any], rejections: list[dict[str, Any]]) -> dict[str, Any]:
+def with_rejections(stored: dict[str, Any], rejections: list[Any]) -> dict[str, Any]:
     """A stored explanation with its list of rejections back in its place (after `runners_up`)."""
     out: dict[str, Any] = {}
     for key, value in stored.items():

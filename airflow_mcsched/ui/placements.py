@@ -69,7 +69,7 @@ def placements_page(
     filters = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "team": team, "state": state}
     with create_session() as session:
         store = _store(session)
-        placements = [store.out(r) for r in newest_first(session, filters, limit, seen)]
+        placements = store.outs(newest_first(session, filters, limit, seen))
     runs = [(key, list(group)) for key, group in groupby(placements, key=lambda p: (p.task.dag_id, p.task.run_id))]
     return render(
         request,
@@ -121,7 +121,7 @@ def placement_page(request: Request, caller: PageCaller, seen: PageVisibility, p
             return render(request, "not_found.html", what=f"placement {placement_id}", caller=caller, status_code=404)
         t = placement.task
         same_task = {"dag_id": t.dag_id, "run_id": t.run_id, "task_id": t.task_id}
-        attempts = [store.out(r) for r in newest_first(session, same_task, 100, seen) if r.map_index == t.map_index]
+        attempts = store.outs([r for r in newest_first(session, same_task, 100, seen) if r.map_index == t.map_index])
     return render(
         request,
         "placement.html",

@@ -219,3 +219,30 @@ def test_handover_lets_a_downstream_task_hold_the_reservation(db):
     with db() as s:
         row = PlacementStore(s, POLICY).handover(out.id, "train", now(), "test")
         assert row.holder_task_id == "train"
+
+
+def test_a_page_of_placements_reads_what_they_share_once(db):
+    """Listing reads the page's reservations in one query and each cluster and list of rejections
+    once, however many placements name them (read per row, 1,000 placements took 2-3 s)."""
+    from sqlalchemy import event
+
+    for i in range(6):
+        place(db, submit(f"t{i}", gpus=1))
+    with db() as s:
+        store = PlacementStore(s, POLICY)
+        rows = store.list()
+        one_by_one = [store.out(r) for r in rows]
+        s.expunge_all()
+        rows = store.list()
+        clusters = {r.cluster for r in rows if r.cluster}
+        statements: list[str] = []
+        listen = (s.get_bind(), "before_cursor_execute")
+        record = lambda *args: statements.append(args[2])  # noqa: E731
+        event.listen(*listen, record)
+        try:
+            together = store.outs(rows)
+        finally:
+            event.remove(*listen, record)
+    assert together == one_by_one
+    assert len(rows) == 6 and len({r.rejections_digest for r in rows}) < 6
+    assert len(statements) <= 1 + len(clusters) + 1  # reservations, each cluster's profile, the lists

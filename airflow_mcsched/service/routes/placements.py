@@ -127,7 +127,7 @@ def list_placements(
     with create_session() as session:
         store = PlacementStore(session, current_policy())
         rows = store.list(dag_id, run_id, task_id, team, state, limit, seen=seen)
-        return PlacementList(placements=[store.out(r) for r in rows])
+        return PlacementList(placements=store.outs(rows))
 
 
 @router.get("/{placement_id}", response_model=PlacementOut, summary="One placement with its explanation")
