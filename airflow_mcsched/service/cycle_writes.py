@@ -32,14 +32,11 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from airflow_mcsched.service.stored_explanations import RejectionList, StoredExplanation
-from airflow_mcsched.service.tables import Base, PlacementRow, RejectionListRow, UtcDateTime, utcnow
+from airflow_mcsched.service.tables import Base, PlacementRow, RejectionListRow, UtcDateTime, in_pages, utcnow
 
 _PLACEMENTS = PlacementRow.__table__
 _LISTS = RejectionListRow.__table__
 _dumps = json.dumps
-_PAGE = 500
-"""Digests asked about per query (SQLite limits the parameters of one statement), and rows per
-update on PostgreSQL."""
 
 
 class CycleWrites:
@@ -47,6 +44,8 @@ class CycleWrites:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self._dialect = session.get_bind().dialect
+        self._postgres = self._dialect.name == "postgresql"
         # by the columns changed (an executemany statement sets the same ones in every row)
         self._updates: dict[tuple[str, ...], list[tuple[PlacementRow, dict[str, Any], StoredExplanation]]] = {}
         self._inserts: dict[type[Base], list[dict[str, Any]]] = {}
@@ -91,7 +90,7 @@ class CycleWrites:
 
     def _update_placements(self, columns: tuple[str, ...], params: list[dict[str, Any]]) -> None:
         """Set `columns` and the explanation (JSON text) of each row `params` gives by id."""
-        if self.session.get_bind().dialect.name == "postgresql":
+        if self._postgres:
             self._update_from_json_rows(columns, params)
             return
         table = _PLACEMENTS
@@ -113,17 +112,16 @@ class CycleWrites:
         rows (a VALUES list of bound parameters cost as much to compile as it saved in round
         trips), and each explanation goes into the array as the text already made for it."""
         table = _PLACEMENTS
-        dialect = self.session.get_bind().dialect
         names = ("id", *columns)
-        record = ", ".join(f"{c} {table.c[c].type.compile(dialect=dialect)}" for c in names)
+        record = ", ".join(f"{c} {table.c[c].type.compile(dialect=self._dialect)}" for c in names)
         statement = text(
             f"UPDATE {table.name} AS p SET {', '.join(f'{c} = v.{c}' for c in (*columns, 'explanation'))} "
             f"FROM json_to_recordset(CAST(:rows AS JSON)) AS v({record}, explanation JSON) WHERE p.id = v.id"
         )
-        for i in range(0, len(params), _PAGE):
+        for page in in_pages(params):
             rows = ", ".join(
                 f'{_dumps({c: p[c] for c in names}, default=_iso)[:-1]}, "explanation": {p["explanation"]}}}'
-                for p in params[i : i + _PAGE]
+                for p in page
             )
             self.session.execute(statement, {"rows": f"[{rows}]"})
 
@@ -131,14 +129,13 @@ class CycleWrites:
         """A parameter holding JSON text for a JSON column: as it is, or cast on PostgreSQL (where
         json is a type of its own; elsewhere the column keeps text)."""
         param = bindparam(name, type_=Text())
-        return cast(param, JSON) if self.session.get_bind().dialect.name == "postgresql" else param
+        return cast(param, JSON) if self._postgres else param
 
     def _keep_lists(self, lists: dict[str, RejectionList]) -> None:
         """Add the lists of rejections the database does not hold yet."""
         digests = sorted(lists)
         held: set[str] = set()
-        for i in range(0, len(digests), _PAGE):
-            page = digests[i : i + _PAGE]
+        for page in in_pages(digests):
             held.update(self.session.scalars(select(_LISTS.c.digest).where(_LISTS.c.digest.in_(page))))
         new = [d for d in digests if d not in held]
         if not new:
@@ -155,10 +152,9 @@ class CycleWrites:
 
     def _drop_unnamed(self, digests: set[str]) -> None:
         """Drop the lists, among those the updated rows named before, that no placement names now."""
-        ordered = sorted(digests)
-        for i in range(0, len(ordered), _PAGE):
-            named = exists().where(_PLACEMENTS.c.rejections_digest == _LISTS.c.digest)
-            self.session.execute(delete(_LISTS).where(_LISTS.c.digest.in_(ordered[i : i + _PAGE]), ~named))
+        named = exists().where(_PLACEMENTS.c.rejections_digest == _LISTS.c.digest)
+        for page in in_pages(sorted(digests)):
+            self.session.execute(delete(_LISTS).where(_LISTS.c.digest.in_(page), ~named))
 
 
 def _iso(value: object) -> str:

@@ -38,12 +38,16 @@ from airflow_mcsched.service.placement_mapping import (
 from airflow_mcsched.service.policy_audit import record_policy_change
 from airflow_mcsched.service.schemas import PlacementOut, PlacementState, PlacementSubmit, RejectionOut
 from airflow_mcsched.service.stored_explanations import StoredExplanations
-from airflow_mcsched.service.tables import AdmissionLockRow, AuditRow, PlacementRow, RejectionListRow, ReservationRow
+from airflow_mcsched.service.tables import (
+    AdmissionLockRow,
+    AuditRow,
+    PlacementRow,
+    RejectionListRow,
+    ReservationRow,
+    in_pages,
+)
 from airflow_mcsched.service.view_loader import cached_view
 from airflow_mcsched.service.visibility import EVERYTHING, Visibility
-
-_PAGE = 500
-"""Ids asked about per query (SQLite limits the parameters of one statement)."""
 
 
 class PlacementNotFound(LookupError):
@@ -153,9 +157,8 @@ class PlacementStore:
         each cluster's connection and each list of rejections once (a page of history names a few
         clusters and lists for hundreds of placements; read per row, 1,000 placements took 2-3 s)."""
         reservations: dict[str, ReservationRow] = {}
-        ids = [r.id for r in rows]
-        for i in range(0, len(ids), _PAGE):
-            q = select(ReservationRow).where(ReservationRow.placement_id.in_(ids[i : i + _PAGE]))
+        for ids in in_pages([r.id for r in rows]):
+            q = select(ReservationRow).where(ReservationRow.placement_id.in_(ids))
             reservations.update((res.placement_id, res) for res in self.session.scalars(q))
         connections = {name: self._connection(name) for name in {r.cluster for r in rows if r.cluster}}
         lists = self._rejection_lists(rows)
@@ -185,8 +188,8 @@ class PlacementStore:
         lists: dict[str, list[RejectionOut]] = {}
         for attempt in range(2):
             wanted = sorted({r.rejections_digest for r in rows if r.rejections_digest} - lists.keys())
-            for i in range(0, len(wanted), _PAGE):
-                q = select(RejectionListRow).where(RejectionListRow.digest.in_(wanted[i : i + _PAGE]))
+            for digests in in_pages(wanted):
+                q = select(RejectionListRow).where(RejectionListRow.digest.in_(digests))
                 for listed in self.session.scalars(q):
                     lists[listed.digest] = [RejectionOut.model_validate(r) for r in listed.rejections]
             missing = [r for r in rows if r.rejections_digest and r.rejections_digest not in lists]

@@ -7,8 +7,9 @@ The tables map domain objects (profiles, observations); they do not replace them
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -25,6 +26,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+T = TypeVar("T")
 
 TABLE_PREFIX = "mcsched_"
 VERSION_TABLE = "alembic_version_mcsched"
@@ -59,6 +62,16 @@ class UtcDateTime(TypeDecorator):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+PAGE = 500
+"""Rows or keys per statement where one statement would take them all: SQLite limits the
+parameters of one statement, and PostgreSQL takes a page of rows as one parameter."""
+
+
+def in_pages(items: Sequence[T]) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), PAGE):
+        yield items[i : i + PAGE]
 
 
 class Base(DeclarativeBase):
