@@ -65,9 +65,12 @@ class ClusterObservation:
     pods_running: int = 0
     pods_pending: int = 0
     error: str | None = None
-    # Pods of ours seen on the cluster (their `mcsched.io/reservation` label), so reservations
-    # whose pod already shows are not counted twice.
+    # Reservations (their pods' `mcsched.io/reservation` label) whose live pods are all on a node,
+    # and so already counted in the nodes' use above: the engine does not take them twice.
     reservation_ids_seen: frozenset[str] = frozenset()
+    # Reservations with a live pod not yet on a node: the cluster holds the pod (it is alive, its
+    # lease is renewed by sight) but no node counts it yet, so the engine still takes its capacity.
+    reservation_ids_waiting: frozenset[str] = frozenset()
 
     @property
     def healthy(self) -> bool:

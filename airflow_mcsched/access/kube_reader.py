@@ -114,18 +114,23 @@ def observe(
     used: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     shares: dict[str, list[int]] = defaultdict(list)
     running = pending = 0
-    seen: set[str] = set()
+    on_a_node: set[str] = set()
+    waiting: set[str] = set()
     for pod in pods:
         phase = (pod.get("status") or {}).get("phase")
         if phase in _TERMINAL:
             continue
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        if LABEL_RESERVATION in labels:
-            seen.add(labels[LABEL_RESERVATION])
+        reservation = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_RESERVATION)
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
+            # no node counts it yet: were its reservation taken as seen, its GPUs would be free
+            # twice over until the cluster's scheduler binds it (an over-commit)
+            if reservation is not None:
+                waiting.add(reservation)
             pending += 1
             continue
+        if reservation is not None:
+            on_a_node.add(reservation)
         running += phase == "Running"
         pending += phase == "Pending"
         cpu, mem, gpus, share = pod_requests(pod)
@@ -163,7 +168,8 @@ def observe(
         nodes=tuple(observed),
         pods_running=running,
         pods_pending=pending,
-        reservation_ids_seen=frozenset(seen),
+        reservation_ids_seen=frozenset(on_a_node - waiting),  # a gang is seen once all its pods are
+        reservation_ids_waiting=frozenset(waiting),
     )
 
 

@@ -288,6 +288,11 @@ def _parts_text(setup: Setup, ordinal: int, best: ScoredCandidate) -> str:
 def _reclaim(r: Reservation, view: GlobalView) -> ReclaimedLease:
     if r.pod_visible(view):
         message = f"lease ended at {r.expires_at.isoformat()}; its pod still runs and holds what it uses"
+    elif r.pod_alive(view):  # but not yet on a node
+        message = (
+            f"lease ended at {r.expires_at.isoformat()} while its pod waited for a node; "
+            "the capacity is free again, and the pod holds what it uses once the cluster binds it"
+        )
     else:
         message = f"lease ended at {r.expires_at.isoformat()} before its pod appeared; capacity is free again"
     return ReclaimedLease(r.id, r.request_id, r.cluster, r.pool, Reason.LEASE_EXPIRED, message)

@@ -78,7 +78,7 @@ class CycleState:
         for key, pods in not_yet_seen.items():  # one copy per pool, made when first read
             pool = self._pool(key)
             if pool is not None:
-                self.overlay.defer(pool, partial(memory.changed, pool.capacity, tuple(pods)))
+                self.overlay.defer(pool, partial(memory.changed, pool.capacity, tuple(pods), unseen=True))
 
     def _pool(self, key: PoolKey) -> PoolView | None:
         return self.view.pool(*key) if self.view.has_pool(key) else None

@@ -76,23 +76,24 @@ class PlanMemory:
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
-        self._changed: dict[tuple[int, tuple[NodeAllocation, ...], bool], tuple[PoolCapacity, PoolCapacity]] = {}
+        self._changed: dict[tuple[int, tuple[NodeAllocation, ...], bool, bool], tuple[PoolCapacity, PoolCapacity]] = {}
         self._clocks: dict[object, dict[str, Any]] = {}
         self._shared: dict[Hashable, SharedPlans] = {}
 
     def changed(
-        self, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], *, ending: bool = False
+        self, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], *, ending: bool = False, unseen: bool = False
     ) -> PoolCapacity:
-        """`capacity.take(pods)` (or `give_back` when `ending`), one object per capacity object and
-        pods: a cycle that places what an earlier one placed reaches the same capacity objects, and
-        the fit verdicts, rankings and candidates remembered for them hold again."""
-        key = (id(capacity), pods, ending)
+        """`capacity.take(pods)` (or `give_back` when `ending`; taken anywhere in the pool when
+        `unseen`, for reservations whose pods the read does not show), one object per capacity object
+        and pods: a cycle that places what an earlier one placed reaches the same capacity objects,
+        and the fit verdicts, rankings and candidates remembered for them hold again."""
+        key = (id(capacity), pods, ending, unseen)
         known = self._changed.get(key)
         if known is not None and known[0] is capacity:  # held below, so its id is still its own
             return known[1]
         if len(self._changed) >= MAX_CHANGED:
             self._changed.clear()
-        after = capacity.give_back(pods) if ending else capacity.take(pods)
+        after = capacity.give_back(pods) if ending else capacity.take(pods, anywhere=unseen)
         self._changed[key] = (capacity, after)
         return after
 

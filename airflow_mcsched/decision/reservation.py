@@ -57,8 +57,10 @@ class Reservation:
         return self.expires_at <= now
 
     def pod_visible(self, view: GlobalView) -> bool:
-        """True once the cluster's capacity read shows its pod: from then on the view counts it."""
-        try:
-            return self.id in view.cluster(self.cluster).reservation_ids_seen
-        except KeyError:
-            return False
+        """True once the cluster's capacity read shows its pods on their nodes: from then on the view
+        counts them. A pod the cluster holds but has not bound to a node yet is not visible."""
+        return view.has_cluster(self.cluster) and self.id in view.cluster(self.cluster).reservation_ids_seen
+
+    def pod_alive(self, view: GlobalView) -> bool:
+        """The cluster holds a live pod of it, on a node or not yet: the grant is in use."""
+        return view.has_cluster(self.cluster) and view.cluster(self.cluster).holds_pod_of(self.id)

@@ -121,7 +121,7 @@ def capacity_now(
         held[r.key] += r.gpu_equivalent
         if not r.pod_visible(view):
             unseen[r.key] += r.gpu_equivalent
-            overlay.take(view.pool(*r.key), r.pods)
+            overlay.take(view.pool(*r.key), r.pods, anywhere=True)
     clusters = []
     usable_free: dict[str, int] = defaultdict(int)
     for c in view.clusters:

@@ -71,7 +71,7 @@ def is_idle(held: HeldReservation, view: GlobalView, now: datetime, idle_after: 
         and not r.is_expired(now)
         and now - r.granted_at >= idle_after
         and r.preempted_by is None
-        and not r.pod_visible(view)
+        and not r.pod_alive(view)
     )
 
 

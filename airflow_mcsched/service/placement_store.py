@@ -325,10 +325,11 @@ class PlacementStore:
         return self._record(result, {r.id: r for r in pending}, {r.id: r for r in active}, now, actor)
 
     def _renew_observed(self, active: Sequence[ReservationRow], view, now: datetime) -> None:
-        """A reservation whose pod the cluster shows is alive: its lease is renewed by that sight, so
-        deferred tasks (which cannot renew while the triggerer waits on the pod) keep their grant."""
+        """A reservation whose pod the cluster shows (on a node or waiting for one) is alive: its lease
+        is renewed by that sight, so deferred tasks (which cannot renew while the triggerer waits on
+        the pod) keep their grant."""
         for res in active:
-            if view.has_cluster(res.cluster) and res.id in view.cluster(res.cluster).reservation_ids_seen:
+            if view.has_cluster(res.cluster) and view.cluster(res.cluster).holds_pod_of(res.id):
                 res.expires_at = max(res.expires_at, now + self.policy.lease)
 
     def _reclaim_idle(self, active: Sequence[ReservationRow], view, now: datetime) -> list[ReservationRow]:

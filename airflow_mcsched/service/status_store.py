@@ -44,6 +44,7 @@ def observation_to_json(obs: ClusterObservation) -> dict[str, Any]:
         "pods_running": obs.pods_running,
         "pods_pending": obs.pods_pending,
         "reservation_ids_seen": sorted(obs.reservation_ids_seen),
+        "reservation_ids_waiting": sorted(obs.reservation_ids_waiting),
     }
 
 
@@ -61,6 +62,7 @@ def observation_from_json(cluster: str, observed_at: datetime, doc: dict[str, An
         pods_running=doc.get("pods_running", 0),
         pods_pending=doc.get("pods_pending", 0),
         reservation_ids_seen=frozenset(doc.get("reservation_ids_seen", ())),
+        reservation_ids_waiting=frozenset(doc.get("reservation_ids_waiting", ())),
     )
 
 

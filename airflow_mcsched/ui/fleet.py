@@ -90,7 +90,7 @@ def _pool_line(pool: PoolView, held: list[ReservationRow], seen: frozenset[str])
     unseen = [NodeAllocation(**p) for r in held if r.id not in seen for p in r.pods]
     cap = pool.capacity
     reserved = _gpus(p for r in held for p in r.pods)
-    free = cap.take(unseen).whole_gpus_free
+    free = cap.take(unseen, anywhere=True).whole_gpus_free
     return PoolLine(
         name=pool.name,
         gpu_type=pool.gpu_type,

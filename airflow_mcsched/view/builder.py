@@ -92,6 +92,7 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
         pods_running=0 if obs is None else obs.pods_running,
         pods_pending=0 if obs is None else obs.pods_pending,
         reservation_ids_seen=frozenset() if obs is None else obs.reservation_ids_seen,
+        reservation_ids_waiting=frozenset() if obs is None else obs.reservation_ids_waiting,
         pools=views,
     )
     _share_or_remember_declared(profile, first_ordinal, view)

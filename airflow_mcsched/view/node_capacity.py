@@ -87,6 +87,25 @@ class NodeCapacity:
         # not dataclasses.replace: it is slow, and every placement makes one of these per pod
         return NodeAllocation(a.node, a.gpus, a.gpu_milli, a.cpu_milli, a.memory_mib, whole)
 
+    def split(self, a: NodeAllocation) -> tuple[NodeAllocation, NodeAllocation | None]:
+        """(what of `a` this node has room for, named for this node; the rest, or None when it all fits).
+
+        A reservation granted on this node whose pod the cluster's own scheduler bound to another
+        node of the pool, while another pod of ours took this one: what no longer fits here is in use
+        elsewhere in the pool (`PoolCapacity.take` spills it there). Whole GPUs, CPU and memory
+        split; a share of one GPU does not.
+        """
+        if self._holds(a) or self.fits(a.gpus, a.gpu_milli, a.cpu_milli, a.memory_mib):
+            return (
+                a if a.node == self.name else NodeAllocation(self.name, a.gpus, a.gpu_milli, a.cpu_milli, a.memory_mib)
+            ), None
+        gpus = min(a.gpus, self.whole_gpus_free)
+        share = a.gpu_milli if a.gpu_milli and self.largest_share_free >= a.gpu_milli else 0
+        cpu, mem = min(a.cpu_milli, self.cpu_milli_free), min(a.memory_mib, self.memory_mib_free)
+        here = NodeAllocation(self.name, gpus, share, cpu, mem)
+        rest = NodeAllocation("", a.gpus - gpus, a.gpu_milli - share, a.cpu_milli - cpu, a.memory_mib - mem)
+        return here, rest
+
     def _holds(self, a: NodeAllocation) -> bool:
         """Are `a`'s named GPUs free enough here to be taken as named?"""
         free = self.gpu_milli_free

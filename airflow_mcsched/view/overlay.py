@@ -67,8 +67,8 @@ class CapacityOverlay:
         self.log.append(pool.ordinal)
         self.version += 1
 
-    def take(self, pool: PoolView, allocations: Iterable[NodeAllocation]) -> None:
-        self.set_capacity(pool, self.capacity(pool).take(allocations))
+    def take(self, pool: PoolView, allocations: Iterable[NodeAllocation], *, anywhere: bool = False) -> None:
+        self.set_capacity(pool, self.capacity(pool).take(allocations, anywhere=anywhere))
 
     def give_back(self, pool: PoolView, allocations: Iterable[NodeAllocation]) -> None:
         self.set_capacity(pool, self.capacity(pool).give_back(allocations))

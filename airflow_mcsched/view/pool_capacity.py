@@ -86,7 +86,7 @@ class PoolCapacity:
         i = self.node_index.get(name)
         return None if i is None else self.nodes[i]
 
-    def _apply(self, allocations: Iterable[NodeAllocation], give_back: bool) -> PoolCapacity:
+    def _apply(self, allocations: Iterable[NodeAllocation], give_back: bool, anywhere: bool = False) -> PoolCapacity:
         """Change only the touched nodes and update the sums by difference; maxima are re-read only
         when a node that held one went down (so taking from one node of a big pool stays cheap)."""
         changed: dict[int, NodeCapacity] = {}
@@ -103,8 +103,30 @@ class PoolCapacity:
             i = self.node_index.get(a.node)
             if i is None:  # the node left the pool (drained, deleted): nothing to hold there
                 continue
-            changed[i] = (changed.get(i) or self.nodes[i]).take(a)
+            node = changed.get(i) or self.nodes[i]
+            if not anywhere or node.fits(a.gpus, a.gpu_milli, a.cpu_milli, a.memory_mib):
+                changed[i] = node.take(a)
+                continue
+            here, rest = node.split(a)
+            changed[i] = node.take(here)
+            if rest is not None:
+                self._spill(changed, rest, i)
         return self.with_nodes(changed)
+
+    def _spill(self, changed: dict[int, NodeCapacity], rest: NodeAllocation, full: int) -> None:
+        """Hold what node `full` had no room for on the pool's other nodes, the roomiest first.
+
+        See `take(..., anywhere=True)`."""
+        others = [j for j in range(len(self.nodes)) if j != full]
+        others.sort(key=lambda j: (changed.get(j) or self.nodes[j]).whole_gpus_free, reverse=True)
+        left: NodeAllocation | None = rest
+        for j in others:
+            node = changed.get(j) or self.nodes[j]
+            here, left = node.split(left)
+            if here.gpus or here.gpu_milli or here.cpu_milli or here.memory_mib:
+                changed[j] = node.take(here)
+            if left is None:
+                return
 
     def with_nodes(self, changed: dict[int, NodeCapacity]) -> PoolCapacity:
         """This pool with the nodes at these positions replaced (by `_apply`, or by a caller that
@@ -168,9 +190,19 @@ class PoolCapacity:
             self.node_index,
         )
 
-    def take(self, allocations: Iterable[NodeAllocation]) -> PoolCapacity:
-        """Capacity after placing these pods (copy-on-write: this object is unchanged)."""
-        return self._apply(allocations, give_back=False)
+    def take(self, allocations: Iterable[NodeAllocation], *, anywhere: bool = False) -> PoolCapacity:
+        """Capacity after placing these pods (copy-on-write: this object is unchanged).
+
+        A node takes what it has; what it lacks is dropped (a plan of future capacity, as backfill
+        makes, must not move work between nodes). With `anywhere`, what it lacks is held on the
+        pool's other nodes instead, the roomiest first: for reservations whose pods the read does not
+        show yet. A pod's node is the cluster's choice, not ours (the pod names its pool only), so a
+        reservation's node may hold another of our pods by now while that pod's own node stands
+        free in the read; dropping what does not fit would count that capacity free twice (a run of
+        the Celery test held 12 GPUs of an 8-GPU pool so). Held elsewhere, the pool's totals stay
+        right, and only which node is busy may differ until the next read.
+        """
+        return self._apply(allocations, give_back=False, anywhere=anywhere)
 
     def give_back(self, allocations: Iterable[NodeAllocation]) -> PoolCapacity:
         """Capacity after these pods end."""

@@ -124,8 +124,15 @@ class ClusterView:
     pods_running: int
     pods_pending: int
     reservation_ids_seen: frozenset[str]
+    """Reservations whose pods the nodes' use already counts (`ClusterObservation`)."""
+    reservation_ids_waiting: frozenset[str]
+    """Reservations with a pod the cluster holds but no node counts yet."""
     pools: tuple[PoolView, ...]
     _declared: DeclaredLayout | None = field(init=False, repr=False, compare=False, default=None)
+
+    def holds_pod_of(self, reservation_id: str) -> bool:
+        """The cluster holds a live pod of this reservation, on a node or waiting for one."""
+        return reservation_id in self.reservation_ids_seen or reservation_id in self.reservation_ids_waiting
 
     @property
     def healthy(self) -> bool:

@@ -121,3 +121,52 @@ def test_only_one_syncer_holds_a_cluster_lease(sync: CapacitySync, metadata_sess
     mine = sync.sync_once(["onprem-a100"])
     theirs = other.sync_once(["onprem-a100"])
     assert mine[0].synced and not theirs[0].synced
+
+
+def test_our_pods_count_where_the_cluster_put_them_or_not_yet(
+    sync: CapacitySync, fleet: VirtualFleet, metadata_session_factory
+):
+    """The whole path, as two Celery workers met it: two 4-GPU steps granted the two 4-GPU L4 nodes
+    of cloud-h100, a on node 0 and b on node 1. The pods name the pool, so the cluster's scheduler
+    chooses their nodes: b's pod went to node 0, and a's pod waits for a node (here: a selector no
+    node matches). The read shows node 0 busy and node 1 free. A third step must wait: a still holds
+    4 GPUs of the pool, though neither its node nor the read counts them."""
+    from datetime import UTC, datetime
+
+    from airflow_mcsched.decision import Policy
+    from airflow_mcsched.service.placement_store import PlacementStore
+    from airflow_mcsched.service.schemas import PlacementState, PlacementSubmit
+
+    def step(task: str) -> PlacementSubmit:
+        ask = {"team": "nlp", "kind": "training", "gpus": 4, "gpu_types": ["NVIDIA-L4"]}
+        return PlacementSubmit.model_validate({"task": {"dag_id": "d", "run_id": "r", "task_id": task}, "ask": ask})
+
+    def place(task: str):
+        with metadata_session_factory() as s:
+            store = PlacementStore(s, Policy())
+            row = store.submit(step(task), "test", datetime.now(UTC))
+            store.run_cycle()
+            out = store.out(row)
+            s.commit()
+            return out
+
+    sync.sync_once()
+    a, b = place("a"), place("b")
+    assert {(p.cluster, p.pool) for p in (a, b)} == {("cloud-h100", "l4")} and a.nodes != b.nodes
+    api = fleet.cluster("cloud-h100").core_v1()
+    b_pod = gpu_pod("b", 4, seconds=60, node=a.nodes[0])
+    b_pod["metadata"]["labels"] = {"mcsched.io/reservation": b.reservation_id}
+    a_pod = gpu_pod("a", 4, seconds=60)
+    a_pod["metadata"]["labels"] = {"mcsched.io/reservation": a.reservation_id}
+    a_pod["spec"]["nodeSelector"] = {"mcsched.io/node-pool": "l4", "example.com/not-yet": "true"}
+    api.create_namespaced_pod("default", b_pod)
+    api.create_namespaced_pod("default", a_pod)
+    wait_for(lambda: api.read_namespaced_pod("b", "default").status.phase == "Running", what="b running")
+    sync.sync_once(["cloud-h100"])
+    read = status(sync, "cloud-h100").observation
+    assert (read.reservation_ids_seen, read.reservation_ids_waiting) == ({b.reservation_id}, {a.reservation_id})
+    third = place("c")
+    assert third.state is PlacementState.PENDING
+    assert {(r.cluster, r.pool): r.reason for r in third.explanation.rejections}[("cloud-h100", "l4")] == (
+        "InsufficientFreeGpus"
+    )

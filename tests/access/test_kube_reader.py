@@ -92,7 +92,22 @@ def test_reservation_labels_of_live_pods_are_reported():
         pod("n1", labels={"mcsched.io/reservation": "r1"}),
         pod("n1", labels={"mcsched.io/reservation": "r2"}, phase="Succeeded"),
     ]
-    assert observe("c", [node("n1")], pods).reservation_ids_seen == {"r1"}
+    obs = observe("c", [node("n1")], pods)
+    assert (obs.reservation_ids_seen, obs.reservation_ids_waiting) == ({"r1"}, set())
+
+
+def test_a_reservation_whose_pod_waits_for_a_node_is_not_seen_since_no_node_counts_it():
+    """Seen means counted in the nodes' use: the engine then stops taking the reservation's capacity.
+    A pod not yet bound counts on no node, so its reservation must not be seen, or its GPUs would be
+    free to grant again (the over-commit a 4-run Celery test hit). A gang with one pod bound and one
+    not is not seen either."""
+    label = {"labels": {"mcsched.io/reservation": "waits"}}
+    gang = {"labels": {"mcsched.io/reservation": "gang"}}
+    pods = [pod(None, gpus=4, phase="Pending", **label), pod("n1", gpus=4, **gang), pod(None, gpus=4, **gang)]
+    obs = observe("c", [node("n1")], pods)
+    assert obs.nodes[0].whole_gpus_free == 4
+    assert obs.reservation_ids_seen == set()
+    assert obs.reservation_ids_waiting == {"waits", "gang"}
 
 
 def test_pool_is_matched_by_gpu_type_when_the_node_lacks_our_label():

@@ -37,6 +37,7 @@ def observe(
     at: datetime = NOW,
     error: str | None = None,
     seen: Sequence[str] = (),
+    waiting: Sequence[str] = (),
     not_ready: Mapping[str, int] | None = None,
     pods_pending: int = 0,
 ) -> ClusterObservation:
@@ -68,7 +69,12 @@ def observe(
     if error:
         return ClusterObservation(profile.name, at, error=error)
     return ClusterObservation(
-        profile.name, at, tuple(nodes), pods_pending=pods_pending, reservation_ids_seen=frozenset(seen)
+        profile.name,
+        at,
+        tuple(nodes),
+        pods_pending=pods_pending,
+        reservation_ids_seen=frozenset(seen),
+        reservation_ids_waiting=frozenset(waiting),
     )
 
 

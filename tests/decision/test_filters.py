@@ -164,7 +164,7 @@ def test_entitled_requests_use_reserved_gpus():
 def test_gpus_kept_for_others_count_what_entitled_work_already_holds():
     """8 A100 kept for team prod, prod already holds 8 of them: the rest is free for everyone."""
     profile = cluster("a", pool(), reserved=[{"gpu_type": "A100", "gpus": 8, "teams": ["prod"]}])
-    view = view_of((profile, observe(profile, free={"gpu": [0, 8]})))
+    view = view_of((profile, observe(profile, free={"gpu": [0, 8]}, seen=["rsv-p"])))
     held = [reservation("p", "a", "gpu", "a-gpu-0", gpus=8, team="prod")]
     assert decide_one(view, request(gpus=8), held).outcome is Outcome.ADMITTED
     assert decide_one(view, request(gpus=8), []).outcome is Outcome.WAITING

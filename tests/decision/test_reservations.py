@@ -33,6 +33,43 @@ def test_reservation_is_not_counted_twice_once_its_pod_shows():
     assert decide_one(view, request(gpus=4), [held]).outcome is Outcome.ADMITTED
 
 
+def test_reservation_whose_pod_waits_for_a_node_still_takes_capacity():
+    """From raw Kubernetes objects: 8 GPUs, one pod of 4 running, the other reservation's pod created
+    but not yet bound by the cluster's scheduler. A third 4-GPU request must wait."""
+    from airflow_mcsched.access import kube_reader
+
+    def pod(reservation: str, node: str | None) -> dict:
+        limits = {"nvidia.com/gpu": "4"}
+        return {
+            "metadata": {"name": reservation, "labels": {"mcsched.io/reservation": reservation}},
+            "spec": {"nodeName": node, "containers": [{"name": "base", "resources": {"limits": limits}}]},
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+
+    labels = {"mcsched.io/node-pool": "gpu", "nvidia.com/gpu.product": "A100"}
+    allocatable = {"cpu": "96", "memory": "1024Gi", "nvidia.com/gpu": "8"}
+    node = {"metadata": {"name": "a-gpu-0", "labels": labels}, "spec": {}, "status": {"allocatable": allocatable}}
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    read = kube_reader.observe("a", [node], [pod("rsv-running", "a-gpu-0"), pod("rsv-bound-soon", None)], PROFILE, NOW)
+    held = [reservation(r, "a", "gpu", "a-gpu-0", gpus=4) for r in ("running", "bound-soon")]
+    view = view_of((PROFILE, read))
+    assert decide_one(view, request(gpus=4), held).outcome is Outcome.WAITING
+    assert held[1].pod_alive(view) and not held[1].pod_visible(view)
+
+
+def test_unseen_reservation_whose_node_holds_another_of_ours_takes_the_free_node():
+    """What two Celery workers once met: a pool of two 4-GPU nodes, `a` granted node 0 and `b` node
+    1. The cluster's scheduler (the pod names the pool, not the node) bound `b`'s pod to node 0;
+    `a`'s pod is not there yet. The read shows node 0 busy with `b` and node 1 free. Taking `a`
+    from node 0 alone would find nothing to take there, and grant node 1 a second time."""
+    profile = cluster("c", pool("l4", "L4", gpus_per_node=4, nodes=2))
+    view = view_of((profile, observe(profile, free={"l4": [0, 4]}, seen=["rsv-b"])))
+    held = [reservation(r, "c", "l4", f"c-l4-{i}", gpus=4, gpu_type="L4") for i, r in enumerate("ab")]
+    decision = decide_one(view, request(gpus=4), held)
+    assert decision.outcome is Outcome.WAITING
+    assert decision.rejection("c", "l4").reason is Reason.INSUFFICIENT_FREE_GPUS
+
+
 def test_expired_lease_is_reclaimed_and_its_capacity_is_free_again():
     view = view_of(PROFILE)
     lapsed = reservation("late", "a", "gpu", "a-gpu-0", gpus=8, expires_in=timedelta(seconds=-1))

@@ -214,6 +214,27 @@ def test_a_reservation_whose_pod_the_cluster_shows_keeps_its_lease(db):
         assert PlacementStore(s, POLICY).get(out.id).state == PlacementState.ADMITTED.value
 
 
+def test_a_reservation_whose_pod_waits_for_a_node_keeps_its_lease_and_its_capacity(db):
+    """The cluster holds the pod but its scheduler has not bound it: the grant is in use (renewed by
+    sight), and no node counts it yet, so the next request may not have its GPUs."""
+    t0 = now()
+    h100 = FLEET.cluster("cloud-h100")
+    h100_gpus = sum(p.gpus_per_node * p.nodes for p in h100.node_pools if p.gpu_type == "NVIDIA-H100-80GB-HBM3")
+    first = place(db, submit("train", gpus=h100_gpus, gpu_types=["NVIDIA-H100-80GB-HBM3"]), when=t0)
+    assert first.cluster == "cloud-h100"
+    later = t0 + POLICY.lease + timedelta(minutes=5)
+    with db() as s:
+        StatusStore(s).record(observe(h100, at=later, waiting=[first.reservation_id]))
+    with db() as s:
+        assert StatusStore(s).all()["cloud-h100"].observation.reservation_ids_waiting == {first.reservation_id}
+    second = place(db, submit("next", gpus=h100_gpus, gpu_types=["NVIDIA-H100-80GB-HBM3"]), when=later)
+    with db() as s:
+        assert PlacementStore(s, POLICY).get(first.id).state == PlacementState.ADMITTED.value
+    assert second.state is PlacementState.PENDING
+    why = {(r.cluster, r.pool): r.reason for r in second.explanation.rejections}
+    assert why[("cloud-h100", "h100-spot")] == "InsufficientFreeGpus"
+
+
 def test_handover_lets_a_downstream_task_hold_the_reservation(db):
     out = place(db, submit("wait_for_gpus", gpus=1))
     with db() as s:

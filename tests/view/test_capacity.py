@@ -36,6 +36,30 @@ def test_take_clamps_at_zero_when_the_node_filled_up_meanwhile():
     assert taken.whole_gpus_free == 0 and taken.cpu_milli_free == 0
 
 
+def test_taken_anywhere_what_a_full_node_lacks_is_held_on_the_roomiest_others():
+    """A pool of three nodes: n0 full (another of our pods landed there), n1 with 2 free, n2 with 4.
+    A reservation of 4 GPUs and 8 cores named for n0: plainly taken, it takes nothing; taken
+    anywhere, its GPUs and cores are held on n2 (the roomiest), and the pool's totals drop by them."""
+    pool = PoolCapacity.of([node("n0", (0,) * 4, cpu=0), node("n1", (0, 0, 1000, 1000)), node("n2", (1000,) * 4)], 4)
+    pods = [NodeAllocation("n0", gpus=4, cpu_milli=8000, memory_mib=1024)]
+    assert pool.take(pods).whole_gpus_free == 6
+    held = pool.take(pods, anywhere=True)
+    assert [n.whole_gpus_free for n in held.nodes] == [0, 2, 0]
+    assert held.nodes[2].cpu_milli_free == 56_000
+    assert (held.whole_gpus_free, held.largest_whole_free_on_node) == (2, 2)
+    assert held == PoolCapacity.of(held.nodes, 4)  # the aggregates are exact
+
+
+def test_taken_anywhere_a_pod_that_fits_its_node_stays_there_and_a_share_moves_whole():
+    pool = PoolCapacity.of([node("n0", (1000, 200)), node("n1", (1000, 1000))], 2)
+    fits = pool.take([NodeAllocation("n0", gpus=1)], anywhere=True)
+    assert [n.gpu_milli_free for n in fits.nodes] == [(0, 200), (1000, 1000)]
+    share = pool.take([NodeAllocation("n0", gpus=1), NodeAllocation("n0", gpu_milli=600)], anywhere=True)
+    assert [n.gpu_milli_free for n in share.nodes] == [(0, 200), (400, 1000)]
+    full = PoolCapacity.of([node("n0", (0,)), node("n1", (0,))], 1)
+    assert full.take([NodeAllocation("n0", gpus=1)], anywhere=True) == full  # no room anywhere: nothing to hold
+
+
 def test_give_back_never_exceeds_what_the_node_has():
     n = node("n", (1000,), cpu=64_000)
     assert n.give_back(NodeAllocation("n", cpu_milli=4000)).cpu_milli_free == 64_000
