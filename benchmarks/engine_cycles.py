@@ -9,9 +9,11 @@ The fleet and queues of `bench_engine.py` (100 clusters, seed 1). One cycle on t
 first, untimed; then one cycle per entry of `--reads`: `same` decides again on that view, `new` on
 a view built anew from the same reads, `changed` on one where a tenth of the pools read differently.
 `bench_engine.py` gives medians per way of reading; this shows how what the engine keeps ages from
-one cycle to the next. Calls are counted under cProfile in a second pass over the same views (the
-figures of one cycle, not its time); memory in a third, under tracemalloc: what the engine keeps
-after each cycle (its result dropped), the untimed first cycle included (`first`).
+one cycle to the next. Each CPU figure is followed by the part of it that the cyclic garbage
+collector took (`gc`), as `gc.callbacks` report it. Calls are counted under cProfile in a second
+pass over the same views (the figures of one cycle, not its time); memory in a third, under
+tracemalloc: what the engine keeps after each cycle (its result dropped), the untimed first cycle
+included (`first`).
 
 `--busy`: the cycles of a full fleet. The benchmark's queue on its half-free fleet is a cycle that
 admits about 900 requests at once (each with its explanation, runners-up and reservation). With
@@ -70,11 +72,31 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: 
             del v
             figures.append(_kept_mb())
         else:
+            watch = _CollectorWatch()
             start = time.process_time()
             decide(v, queue, running, policy, NOW)
-            figures.append(f"{(time.process_time() - start) * 1e3:.0f}")
+            figures.append(f"{(time.process_time() - start) * 1e3:.0f} (gc {watch.stop():.0f})")
     tracemalloc.stop()
     return figures
+
+
+class _CollectorWatch:
+    """CPU ms the cyclic garbage collector spent from now until `stop` (a cycle's own passes)."""
+
+    def __init__(self) -> None:
+        self.ms = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._phase)
+
+    def _phase(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.ms += (time.process_time() - self._started) * 1e3
+
+    def stop(self) -> float:
+        gc.callbacks.remove(self._phase)
+        return self.ms
 
 
 def _kept_mb() -> str:

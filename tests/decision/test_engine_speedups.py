@@ -133,6 +133,75 @@ def test_cycles_in_several_threads_keep_the_pause_until_the_last_ends():
     assert gc.isenabled()
 
 
+def test_a_cycle_leaves_no_garbage_with_reference_cycles():
+    """What `collector_paused` relies on to skip the collections after a cycle: admitting, waiting,
+    preempting and holding room for a backfill head, a cycle's objects are all freed by their
+    reference counts, so a collection right after finds nothing unreachable."""
+    busy, roomy = cluster("busy", pool(nodes=1)), cluster("roomy", pool(nodes=1))
+    spare = cluster("spare", pool("l4", "L4", gpus_per_node=4, nodes=1))
+    view = view_of(
+        (busy, observe(busy, free={"gpu": [0]}, seen=["rsv-low"])),
+        (roomy, observe(roomy, free={"gpu": [2]}, seen=["rsv-steady"])),
+        spare,
+    )
+    running = [
+        reservation("low", "busy", "gpu", "busy-gpu-0", gpus=8, priority=10, interruptible=True),
+        reservation("steady", "roomy", "gpu", "roomy-gpu-0", gpus=6),
+    ]
+    queue = [
+        request("urgent", gpus=8, priority_class="high"),  # preempts "low"
+        request("big", gpus=8),  # waits, the backfill head
+        request("small", gpus=2, gpu_types=["A100"]),  # would delay the head
+        request("odd", gpus=16),  # fits nowhere
+        request("tiny", gpus=1),  # admitted on the L4s
+    ]
+    gc.collect()
+    result = decide(view, queue, running, Policy(), NOW)
+    reasons = {d.request_id: d.reason for d in result.decisions}
+    assert reasons == {
+        "urgent": Reason.PREEMPTING,
+        "big": Reason.WAITING_FOR_CAPACITY,
+        "small": Reason.WAITING_BEHIND_HEAD,
+        "odd": Reason.NO_FEASIBLE_CLUSTER,
+        "tiny": Reason.ADMITTED,
+    }
+    del result
+    assert gc.collect() == 0
+
+
+def test_what_a_cycle_leaves_goes_to_the_oldest_generation_unwalked():
+    walks: list[int] = []
+
+    def watch(phase, info):
+        if phase == "start":
+            walks.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(watch)
+    try:
+        with collector_paused():
+            kept = [[i] for i in range(20_000)]  # far past the young generation's threshold
+        assert gc.get_count()[0] < 100
+        assert walks == []
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+        assert all(id(o) in oldest for o in kept[::1000])
+    finally:
+        gc.callbacks.remove(watch)
+
+
+def test_objects_someone_froze_stay_frozen():
+    gc.collect()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            young = [[i] for i in range(10)]
+        assert gc.get_freeze_count() == frozen
+        assert not any(o is young[0] for o in gc.get_objects(generation=2))
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.parametrize("whole_nodes", [1.0, 0.0], ids=["with a per-cycle score", "without"])
 def test_what_is_remembered_for_a_demand_is_weighed_by_each_teams_own_weights(whole_nodes):
     """Fit verdicts and bounds are shared by every request of one demand, in a cycle and across
