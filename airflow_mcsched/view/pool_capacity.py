@@ -119,14 +119,14 @@ class PoolCapacity:
         See `take(..., anywhere=True)`."""
         others = [j for j in range(len(self.nodes)) if j != full]
         others.sort(key=lambda j: (changed.get(j) or self.nodes[j]).whole_gpus_free, reverse=True)
-        left: NodeAllocation | None = rest
         for j in others:
             node = changed.get(j) or self.nodes[j]
-            here, left = node.split(left)
+            here, left = node.split(rest)
             if here.gpus or here.gpu_milli or here.cpu_milli or here.memory_mib:
                 changed[j] = node.take(here)
             if left is None:
                 return
+            rest = left
 
     def with_nodes(self, changed: dict[int, NodeCapacity]) -> PoolCapacity:
         """This pool with the nodes at these positions replaced (by `_apply`, or by a caller that
@@ -196,11 +196,12 @@ class PoolCapacity:
         A node takes what it has; what it lacks is dropped (a plan of future capacity, as backfill
         makes, must not move work between nodes). With `anywhere`, what it lacks is held on the
         pool's other nodes instead, the roomiest first: for reservations whose pods the read does not
-        show yet. A pod's node is the cluster's choice, not ours (the pod names its pool only), so a
-        reservation's node may hold another of our pods by now while that pod's own node stands
-        free in the read; dropping what does not fit would count that capacity free twice (a run of
-        the Celery test held 12 GPUs of an 8-GPU pool so). Held elsewhere, the pool's totals stay
-        right, and only which node is busy may differ until the next read.
+        show yet. A pod's node is the cluster's choice in the end (a pod requires its pool and only
+        prefers its node), so a reservation's node may hold another of our pods by now while that
+        pod's own node stands free in the read; dropping what does not fit would count that capacity
+        free twice (two runs of the Celery test in six held 12 GPUs of an 8-GPU pool so). Held
+        elsewhere, the pool's totals stay right, and only which node is busy may differ until the
+        next read.
         """
         return self._apply(allocations, give_back=False, anywhere=anywhere)
 
