@@ -126,6 +126,7 @@ class MultiClusterPodOperator(KubernetesPodOperator):
         self.lease_renew_interval = lease_renew_interval
         self._held: HeldPlacement | None = None
         self._pod_running = False
+        self._authored_affinity = self.affinity  # each placement attempt adds its nodes to this
 
     # -- the story ------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
@@ -264,14 +265,15 @@ class MultiClusterPodOperator(KubernetesPodOperator):
             yield self._held
 
     def _aim_at(self, placement: PlacementOut) -> None:
-        """Point KPO at the placement's cluster and shape the pod to its reservation."""
+        """Point KPO at the placement's cluster; shape the pod to its reservation (its pool, its nodes first)."""
         if not placement.connection_id:
             raise AirflowException(f"placement {placement.id} names no Airflow connection for {placement.cluster}")
-        shape = pod_shape(placement, self.container_resources)
+        shape = pod_shape(placement, self.container_resources, self._authored_affinity)
         self.kubernetes_conn_id = placement.connection_id
         self.namespace = placement.namespace or self.namespace
         self.container_resources = shape.resources
         self.node_selector = {**(self.node_selector or {}), **shape.node_selector}
+        self.affinity = shape.affinity
         self.labels = {**(self.labels or {}), **shape.labels}
         self.annotations = {**(self.annotations or {}), **shape.annotations}
         self.trigger_kwargs = {**(self.trigger_kwargs or {}), EVENT_PLACEMENT_KEY: placement.id}

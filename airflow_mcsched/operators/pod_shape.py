@@ -2,14 +2,23 @@
 
 Resources match the ask (whole GPUs as `nvidia.com/gpu`, a share as the gpu-milli annotation),
 the node selector pins the pool, and the reservation label lets the sync renew the lease on sight.
+
+The node the engine chose is preferred, not required: kube-scheduler's default scoring spreads
+pods over the emptiest nodes, which would break up the whole nodes the engine keeps free for
+large pods, so the pod asks for its reserved node first (preferred node affinity, the highest
+weight). Yet a read is seconds old, and when another workload took that node meanwhile, the pod
+still runs on any node of its pool with room rather than waiting for that one (the engine then
+counts its grant anywhere in the pool until the next read shows where it went).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow.providers.cncf.kubernetes.backcompat.backwards_compat_converters import convert_affinity
 from kubernetes.client import models as k8s
 
 from airflow_mcsched.access.capacity import ANNOTATION_GPU_MILLI, LABEL_NODE_POOL, MILLI_PER_GPU, RESOURCE_GPU
@@ -19,12 +28,17 @@ from airflow_mcsched.service.schemas import PlacementOut, ResourceAsk
 ANNOTATION_PLACEMENT = "mcsched.io/placement-id"
 
 
+NODE_NAME_FIELD = "metadata.name"
+MAX_PREFERENCE_WEIGHT = 100
+
+
 @dataclass(frozen=True)
 class PodShape:
     resources: k8s.V1ResourceRequirements
     node_selector: dict[str, str]
     labels: dict[str, str]
     annotations: dict[str, str]
+    affinity: k8s.V1Affinity
 
 
 def gpu_split(ask: ResourceAsk) -> tuple[int, int]:
@@ -64,8 +78,39 @@ def container_resources(
     return k8s.V1ResourceRequirements(limits=limits, requests=requests)
 
 
+def preferring_nodes(authored: k8s.V1Affinity | Mapping[str, Any] | None, nodes: Sequence[str]) -> k8s.V1Affinity:
+    """The author's affinity (left as it is) with these nodes preferred above anything else the author
+    prefers: one term per node, since a node field selector takes one value."""
+    affinity = _copy_affinity(authored)
+    node_affinity = affinity.node_affinity or k8s.V1NodeAffinity()
+    preferred = list(node_affinity.preferred_during_scheduling_ignored_during_execution or [])
+    preferred += [
+        k8s.V1PreferredSchedulingTerm(
+            weight=MAX_PREFERENCE_WEIGHT,
+            preference=k8s.V1NodeSelectorTerm(
+                match_fields=[k8s.V1NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=[node])]
+            ),
+        )
+        for node in dict.fromkeys(nodes)
+    ]
+    node_affinity.preferred_during_scheduling_ignored_during_execution = preferred or None
+    affinity.node_affinity = node_affinity
+    return affinity
+
+
+def _copy_affinity(authored: k8s.V1Affinity | Mapping[str, Any] | None) -> k8s.V1Affinity:
+    """A copy to add to: the operator keeps the author's own for the next placement attempt."""
+    if not authored:
+        return k8s.V1Affinity()
+    if isinstance(authored, k8s.V1Affinity):
+        return copy.deepcopy(authored)
+    return convert_affinity(dict(authored))
+
+
 def pod_shape(
-    placement: PlacementOut, authored_resources: k8s.V1ResourceRequirements | Mapping[str, Any] | None = None
+    placement: PlacementOut,
+    authored_resources: k8s.V1ResourceRequirements | Mapping[str, Any] | None = None,
+    authored_affinity: k8s.V1Affinity | Mapping[str, Any] | None = None,
 ) -> PodShape:
     _, share = gpu_split(placement.ask)
     annotations = {ANNOTATION_PLACEMENT: placement.id}
@@ -76,4 +121,5 @@ def pod_shape(
         node_selector={LABEL_NODE_POOL: placement.pool or ""},
         labels={LABEL_RESERVATION: placement.reservation_id or ""},
         annotations=annotations,
+        affinity=preferring_nodes(authored_affinity, placement.nodes),
     )

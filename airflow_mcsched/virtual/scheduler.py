@@ -4,7 +4,8 @@ Like kube-scheduler's framework, each filter returns the reasons a node fails (s
 first failing plugin), and an unschedulable pod's message counts the reasons over all nodes:
 "0/3 nodes are available: 3 Insufficient nvidia.com/gpu." Scoring is best-fit so that big pods
 still find room: the feasible node left with the fewest whole free GPUs, then least free GPU
-share, CPU, memory, then by name, so the choice is deterministic.
+share, CPU, memory, then by name, so the choice is deterministic. A node the pod prefers (preferred
+node affinity, by summed weight) goes before best fit.
 """
 
 from __future__ import annotations
@@ -175,24 +176,39 @@ def _expression_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
     return number > bound if op == "Gt" else number < bound
 
 
+def _term_matches(term: dict[str, Any], node: dict[str, Any]) -> bool:
+    """A node selector term: all its expressions on the node's labels and fields on its name (an
+    empty term matches nothing, as in Kubernetes)."""
+    labels = node["metadata"].get("labels") or {}
+    fields = {"metadata.name": node["metadata"]["name"]}
+    return bool(
+        all(_expression_matches(e, labels) for e in term.get("matchExpressions") or [])
+        and all(_expression_matches(e, fields) for e in term.get("matchFields") or [])
+        and (term.get("matchExpressions") or term.get("matchFields"))
+    )
+
+
+def _node_affinity(pod: dict[str, Any]) -> dict[str, Any]:
+    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+
+
 def node_affinity(pod, node, capacity, demand) -> list[str]:
     spec = pod.get("spec") or {}
     labels = node["metadata"].get("labels") or {}
     selector_ok = all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
-    terms = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-        or {}
-    ).get("nodeSelectorTerms")
-    affinity_ok = True
-    if terms:
-        fields = {"metadata.name": node["metadata"]["name"]}
-        affinity_ok = any(
-            all(_expression_matches(e, labels) for e in t.get("matchExpressions") or [])
-            and all(_expression_matches(e, fields) for e in t.get("matchFields") or [])
-            and (t.get("matchExpressions") or t.get("matchFields"))
-            for t in terms
-        )
+    terms = (_node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
+    affinity_ok = not terms or any(_term_matches(t, node) for t in terms)
     return [] if selector_ok and affinity_ok else ["node(s) didn't match Pod's node affinity/selector"]
+
+
+def preferred_weight(pod: dict[str, Any], node: dict[str, Any]) -> int:
+    """The summed weights of the pod's preferred node affinity terms that the node matches.
+
+    kube-scheduler adds this (normalised, times the NodeAffinity plugin's weight of 2) to its other
+    scores; here it ranks first, ahead of best fit, which is what that weight amounts to whenever
+    a preferred node fits."""
+    preferred = _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    return sum(int(p.get("weight") or 0) for p in preferred if _term_matches(p.get("preference") or {}, node))
 
 
 def node_resources_fit(pod, node, capacity, demand) -> list[str]:
@@ -232,7 +248,7 @@ class Scheduler:
             capacity = self.capacities[node["metadata"]["name"]]
             slots = capacity.gpu_slots(demand)
             assert slots is not None
-            score = capacity.score_after(demand, *slots)
+            score = (-preferred_weight(pod, node), *capacity.score_after(demand, *slots))
             if best is None or score < best:
                 best, best_placement = score, Placement(capacity.name, *slots)
         if best_placement is not None:

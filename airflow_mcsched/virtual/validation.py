@@ -232,31 +232,52 @@ def _validate_container(container: dict[str, Any], path: str, seen: set[str]) ->
 
 
 def _validate_affinity(affinity: dict[str, Any]) -> list[FieldError]:
-    errors = []
-    required_terms = (
-        (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    ).get("nodeSelectorTerms") or []
+    node_affinity = affinity.get("nodeAffinity") or {}
+    required_terms = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms"
+    ) or []
     base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-    for t, term in enumerate(required_terms):
-        for e, expr in enumerate(term.get("matchExpressions") or []):
-            where = f"{base}[{t}].matchExpressions[{e}]"
-            op = expr.get("operator")
-            if op not in NODE_SELECTOR_OPERATORS:
-                errors.append(not_supported(f"{where}.operator", op, NODE_SELECTOR_OPERATORS))
-                continue
-            values = expr.get("values") or []
-            if op in ("In", "NotIn") and not values:
-                errors.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-            if op in ("Exists", "DoesNotExist") and values:
-                errors.append(
-                    forbidden(f"{where}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+    errors = [e for t, term in enumerate(required_terms) for e in _term_errors(term, f"{base}[{t}]")]
+    base = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for p, preferred in enumerate(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        weight = preferred.get("weight")
+        if not isinstance(weight, int) or not 1 <= weight <= 100:
+            errors.append(invalid(f"{base}[{p}].weight", weight, "must be in the range 1-100"))
+        errors.extend(_term_errors(preferred.get("preference") or {}, f"{base}[{p}].preference"))
+    return errors
+
+
+def _term_errors(term: dict[str, Any], base: str) -> list[FieldError]:
+    """A node selector term's expressions, as the API server checks them."""
+    errors = []
+    for e, expr in enumerate(term.get("matchExpressions") or []):
+        where = f"{base}.matchExpressions[{e}]"
+        op = expr.get("operator")
+        if op not in NODE_SELECTOR_OPERATORS:
+            errors.append(not_supported(f"{where}.operator", op, NODE_SELECTOR_OPERATORS))
+            continue
+        values = expr.get("values") or []
+        if op in ("In", "NotIn") and not values:
+            errors.append(required(f"{where}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        if op in ("Exists", "DoesNotExist") and values:
+            errors.append(
+                forbidden(f"{where}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+            )
+        if op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
+            errors.append(required(f"{where}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+        errors.extend(invalid(f"{where}.key", expr.get("key"), d) for d in names.qualified_name(expr.get("key") or ""))
+    for f, field in enumerate(term.get("matchFields") or []):
+        where = f"{base}.matchFields[{f}]"
+        if field.get("key") != "metadata.name":
+            errors.append(not_supported(f"{where}.key", field.get("key"), ["metadata.name"]))
+        if field.get("operator") not in ("In", "NotIn"):
+            errors.append(not_supported(f"{where}.operator", field.get("operator"), ["In", "NotIn"]))
+        elif len(field.get("values") or []) != 1:
+            errors.append(
+                required(
+                    f"{where}.values",
+                    "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
                 )
-            if op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
-                errors.append(
-                    required(f"{where}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'")
-                )
-            errors.extend(
-                invalid(f"{where}.key", expr.get("key"), d) for d in names.qualified_name(expr.get("key") or "")
             )
     return errors
 

@@ -15,7 +15,7 @@ from airflow_mcsched.service.schemas import PlacementOut, ResourceAsk, TaskRef
 KPO_ARGS = {"image": "python:3.11-slim", "cmds": ["python", "-c"], "arguments": ["print(1)"]}
 
 
-def placement(**ask) -> PlacementOut:
+def placement(nodes: tuple[str, ...] = ("c-gpu-pool-0",), **ask) -> PlacementOut:
     return PlacementOut(
         id="p1",
         state="admitted",
@@ -28,6 +28,7 @@ def placement(**ask) -> PlacementOut:
         cluster="c",
         pool="gpu-pool",
         reservation_id="rsv-p1",
+        nodes=list(nodes),
         queued_at=datetime(2026, 1, 1, tzinfo=UTC),
     )
 
@@ -94,6 +95,44 @@ def test_a_whole_gpu_pod_asks_exactly_for_its_reservation_on_its_pool():
     assert shape.node_selector == {"mcsched.io/node-pool": "gpu-pool"}
     assert shape.labels == {"mcsched.io/reservation": "rsv-p1"}
     assert shape.annotations == {ANNOTATION_PLACEMENT: "p1"}
+
+
+def test_the_reserved_node_is_preferred_first_and_the_authors_affinity_kept():
+    """The pod may go to any node of its pool (required: the pool's label), its reserved node first
+    (preferred, weight 100, one node per term as Kubernetes wants of a field selector). The
+    author's own rules stay, and the author's object is not changed: a failover adds other nodes."""
+    gpu_nodes = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}
+    authored = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": gpu_nodes,
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 5,
+                    "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]},
+                }
+            ],
+        },
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []},
+    }
+    shape = pod_shape(placement(gpus=4, nodes=("n1",)), None, authored)
+    preferred = shape.affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+    assert [(p.weight, p.preference.match_expressions, p.preference.match_fields) for p in preferred] == [
+        (5, [k8s.V1NodeSelectorRequirement(key="disk", operator="In", values=["ssd"])], None),
+        (100, None, [k8s.V1NodeSelectorRequirement(key="metadata.name", operator="In", values=["n1"])]),
+    ]
+    required = shape.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    assert required.node_selector_terms[0].match_expressions[0].key == "zone"
+    assert shape.affinity.pod_anti_affinity is not None
+    assert len(authored["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]) == 1
+
+    again = pod_shape(placement(gpus=4, nodes=("n2",)), None, shape.affinity)
+    assert preferred_nodes(shape.affinity) == [["n1"]] and preferred_nodes(again.affinity) == [["n1"], ["n2"]]
+    assert preferred_nodes(pod_shape(placement(gpus=4, nodes=("n1", "n2"))).affinity) == [["n1"], ["n2"]]
+
+
+def preferred_nodes(affinity: k8s.V1Affinity) -> list[list[str]]:
+    terms = affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+    return [f.values for t in terms for f in t.preference.match_fields or []]
 
 
 def test_a_gpu_share_is_an_annotation_not_a_gpu_limit():

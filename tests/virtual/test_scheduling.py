@@ -100,6 +100,25 @@ def test_required_node_affinity_is_honoured(api):
     assert wait_phase(api, "aff", ("Running", "Succeeded")).spec.node_name.startswith("onprem-a100-cpu-")
 
 
+def _preferring(node: str, weight: int = 100) -> dict:
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {
+        "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight, "preference": term}]}
+    }
+
+
+def test_a_preferred_node_goes_before_best_fit_while_it_has_room(api):
+    """Best fit alone would pack the second pod next to the first (see above); preferring the empty
+    node sends it there. A preferred node without room is passed over, not waited for."""
+    api.create_namespaced_pod("default", pod("a", gpus=4, duration=60))
+    a = wait_phase(api, "a", "Running").spec.node_name
+    other = next(n for n in ("onprem-a100-a100-ib-0", "onprem-a100-a100-ib-1") if n != a)
+    api.create_namespaced_pod("default", pod("b", gpus=2, duration=60, affinity=_preferring(other)))
+    assert wait_phase(api, "b", "Running").spec.node_name == other
+    api.create_namespaced_pod("default", pod("c", gpus=5, duration=60, affinity=_preferring(a)))
+    assert wait_phase(api, "c", "Running").spec.node_name == other  # 4 left on a's node
+
+
 def test_cordoned_node_takes_no_new_pods(api, a100):
     for node in ("onprem-a100-a100-ib-0", "onprem-a100-a100-ib-1"):
         a100.cordon(node)

@@ -27,6 +27,7 @@ def _with(body: dict, path: list, value) -> dict:
 LIMITS = ["spec", "containers", 0, "resources", "limits"]
 CONTAINER = "spec.containers[0]"
 NOTES = "metadata.annotations"
+PREFERRED = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
 # (case, where in the body, bad value, field named in the cause, words of the message)
 INVALID = [
     ("upper-case name", ["metadata", "name"], "Train_Step", "metadata.name", "a lowercase RFC 1123 subdomain"),
@@ -44,6 +45,13 @@ INVALID = [
      f"{NOTES}[mcsched.io/runtime]", "Unsupported value"),
     ("gpu-milli annotation", ["metadata", "annotations"], {"mcsched.io/gpu-milli": "1500"},
      f"{NOTES}[mcsched.io/gpu-milli]", "from 1 to 1000"),
+    ("preference weight", ["spec", "affinity"], {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 0, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]}},
+     f"{PREFERRED}[0].weight", "must be in the range 1-100"),
+    ("two names in a field selector", ["spec", "affinity"], {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}}]}},
+     f"{PREFERRED}[0].preference.matchFields[0].values", "must be only one value"),
 ]  # fmt: skip
 
 
