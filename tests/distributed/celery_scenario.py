@@ -164,20 +164,41 @@ def peak_gpus_held(placements: list[PlacementRow]) -> dict[tuple[str, str], floa
     """The most GPUs held at once in each (cluster, pool), from the [admitted_at, ended_at)
     intervals. At equal times a release counts before an admission: the service frees capacity
     and grants it in one cycle, which is not an over-commit."""
-    events: dict[tuple[str, str], list[tuple[datetime, int, float]]] = defaultdict(list)
+    return {key: peak for key, (peak, _) in _peaks(placements).items()}
+
+
+def _peaks(placements: list[PlacementRow]) -> dict[tuple[str, str], tuple[float, list[PlacementRow]]]:
+    """Per (cluster, pool): the peak, and the placements held at its first moment."""
+    events: dict[tuple[str, str], list[tuple[datetime, int, PlacementRow]]] = defaultdict(list)
     for p in placements:
         if p.admitted_at is None or p.cluster is None or p.pool is None:
             continue
         end = p.ended_at or datetime.max.replace(tzinfo=p.admitted_at.tzinfo)
-        events[(p.cluster, p.pool)] += [(p.admitted_at, 1, p.gpus), (end, 0, -p.gpus)]
-    peaks: dict[tuple[str, str], float] = {}
+        events[(p.cluster, p.pool)] += [(p.admitted_at, 1, p), (end, 0, p)]
+    peaks: dict[tuple[str, str], tuple[float, list[PlacementRow]]] = {}
     for key, evs in events.items():
-        held = peak = 0.0
-        for _, _, delta in sorted(evs, key=lambda e: (e[0], e[1])):
-            held += delta
-            peak = max(peak, held)
-        peaks[key] = peak
+        held: dict[str, PlacementRow] = {}
+        peak, at_peak = 0.0, []
+        for _, starts, p in sorted(evs, key=lambda e: (e[0], e[1])):
+            if starts:
+                held[p.id] = p
+            else:
+                held.pop(p.id, None)
+            total = sum(h.gpus for h in held.values())
+            if total > peak:
+                peak, at_peak = total, list(held.values())
+        peaks[key] = (peak, at_peak)
     return peaks
+
+
+def _held_at_peak(placements: list[PlacementRow], reservations: list[ReservationRow]) -> str:
+    """Who held what at an over-committed peak: enough to find the cause from a CI log alone."""
+    nodes = {r.placement_id: sorted({pod["node"] for pod in r.pods}) for r in reservations}
+    return "; ".join(
+        f"{p.id[:8]} ({p.run_id}/{p.task_id}) {p.gpus:g} GPUs on {','.join(nodes.get(p.id, ['?']))}"
+        f" from {p.admitted_at:%H:%M:%S.%f} to {'-' if p.ended_at is None else f'{p.ended_at:%H:%M:%S.%f}'}"
+        for p in placements
+    )
 
 
 def overlapping_across_workers(outcome: Outcome) -> bool:
@@ -199,10 +220,11 @@ def violations(outcome: Outcome, fleet: FleetSpec) -> list[str]:
         problems.append("no two steps on different workers held GPUs at the same time")
     if len(outcome.placements) < len(outcome.hostnames):
         problems.append(f"only {len(outcome.placements)} placements for {len(outcome.hostnames)} steps")
-    for (cluster, pool), peak in sorted(peak_gpus_held(outcome.placements).items()):
+    for (cluster, pool), (peak, held) in sorted(_peaks(outcome.placements).items()):
         capacity = fleet.cluster(cluster).pool(pool).total_gpus
         if peak > capacity:
-            problems.append(f"{cluster}/{pool} held {peak:g} GPUs at once, capacity {capacity}")
+            who = _held_at_peak(held, outcome.reservations)
+            problems.append(f"{cluster}/{pool} held {peak:g} GPUs at once, capacity {capacity}: {who}")
     problems += [
         f"placement {p.id} ({p.run_id}/{p.task_id}) ended {p.state}, {p.end_reason!r}"
         for p in outcome.placements
