@@ -63,4 +63,4 @@ class Reservation:
 
     def pod_alive(self, view: GlobalView) -> bool:
         """The cluster holds a live pod of it, on a node or not yet: the grant is in use."""
-        return view.has_cluster(self.cluster) and view.cluster(self.cluster).holds_pod_of(self.id)
+        return view.holds_pod_of(self.cluster, self.id)

@@ -329,7 +329,7 @@ class PlacementStore:
         is renewed by that sight, so deferred tasks (which cannot renew while the triggerer waits on
         the pod) keep their grant."""
         for res in active:
-            if view.has_cluster(res.cluster) and view.cluster(res.cluster).holds_pod_of(res.id):
+            if view.holds_pod_of(res.cluster, res.id):
                 res.expires_at = max(res.expires_at, now + self.policy.lease)
 
     def _reclaim_idle(self, active: Sequence[ReservationRow], view, now: datetime) -> list[ReservationRow]:

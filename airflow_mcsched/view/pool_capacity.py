@@ -104,10 +104,10 @@ class PoolCapacity:
             if i is None:  # the node left the pool (drained, deleted): nothing to hold there
                 continue
             node = changed.get(i) or self.nodes[i]
-            if not anywhere or node.fits(a.gpus, a.gpu_milli, a.cpu_milli, a.memory_mib):
+            if not anywhere:
                 changed[i] = node.take(a)
                 continue
-            here, rest = node.split(a)
+            here, rest = node.split(a)  # `a` itself when it fits
             changed[i] = node.take(here)
             if rest is not None:
                 self._spill(changed, rest, i)

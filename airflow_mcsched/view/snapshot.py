@@ -253,6 +253,10 @@ class GlobalView:
     def has_cluster(self, name: str) -> bool:
         return name in self._clusters_by_name
 
+    def holds_pod_of(self, cluster: str, reservation_id: str) -> bool:
+        """The cluster's read shows a live pod of this reservation, on a node or waiting for one."""
+        return self.has_cluster(cluster) and self.cluster(cluster).holds_pod_of(reservation_id)
+
     @property
     def pools_by_key(self) -> Mapping[PoolKey, PoolView]:
         """Every pool by (cluster, pool name); the view's own index, not to be changed."""
