@@ -13,6 +13,7 @@ COMMAND_MODULES = [
     "airflow_mcsched.cli.sync",
     "airflow_mcsched.cli.report",
     "airflow_mcsched.cli.reclaim",
+    "airflow_mcsched.cli.purge",
     "airflow_mcsched.cli.demo",
     "airflow_mcsched.cli.replay",
 ]

@@ -208,12 +208,8 @@ class _PoolReplay:
         self._base = self.capacity().take(pods)
 
     def give_back(self, pods: Iterable[NodeAllocation]) -> None:
-        index, ended = self._base.node_index, self._ended
-        for a in pods:
-            i = index.get(a.node)
-            if i is not None:  # the node left the pool: nothing to give back (as PoolCapacity does)
-                ended.setdefault(i, []).append(a)
-                self._touched.add(i)
+        self._base.group_by_node(pods, self._ended)
+        self._touched.update(self._ended)  # every node with pods to give back was touched
 
     def _give_back_ended(self) -> None:
         if self._ended:

@@ -9,7 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from airflow_mcsched.access.profiles import WorkKind
-from airflow_mcsched.decision.plan_cache import SharedPlans, plan_memory
+from airflow_mcsched.decision.plan_cache import Change, SharedPlans, plan_memory
 from airflow_mcsched.decision.policy import Policy, ScoreWeights
 from airflow_mcsched.decision.quota import QuotaLedger
 from airflow_mcsched.decision.reservation import Reservation
@@ -78,7 +78,7 @@ class CycleState:
         for key, pods in not_yet_seen.items():  # one copy per pool, made when first read
             pool = self._pool(key)
             if pool is not None:
-                self.overlay.defer(pool, partial(memory.changed, pool.capacity, tuple(pods), unseen=True))
+                self.overlay.defer(pool, partial(memory.changed, pool.capacity, tuple(pods), Change.TAKE_UNSEEN))
 
     def _pool(self, key: PoolKey) -> PoolView | None:
         return self.view.pool(*key) if self.view.has_pool(key) else None
@@ -101,7 +101,7 @@ class CycleState:
             self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
         pool = self._pool(r.key)
         if pool is not None:
-            self._change(pool, r.pods)
+            self._change(pool, r.pods, Change.TAKE)
 
     def evict(self, r: Reservation) -> None:
         """A preemption victim: its capacity and quota are free for the request that preempts it."""
@@ -110,16 +110,16 @@ class CycleState:
         self.quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
         pool = self._pool(r.key)
         if pool is not None:
-            self._change(pool, r.pods, ending=True)
+            self._change(pool, r.pods, Change.GIVE_BACK)
 
     def hold_for(self, pool: PoolView, pods: tuple[NodeAllocation, ...], team: str, gpus: float) -> None:
         """Keep capacity freed by preemption for the preemptor until its next cycle admits it."""
-        self._change(pool, pods)
+        self._change(pool, pods, Change.TAKE)
         self.quota.add(team, pool.gpu_type, gpus)
 
-    def _change(self, pool: PoolView, pods: tuple[NodeAllocation, ...], *, ending: bool = False) -> None:
+    def _change(self, pool: PoolView, pods: tuple[NodeAllocation, ...], how: Change) -> None:
         """Take (or give back) capacity in the overlay, through the view's memory of such changes."""
-        self.overlay.set_capacity(pool, self.memory.changed(self.overlay.capacity(pool), pods, ending=ending))
+        self.overlay.set_capacity(pool, self.memory.changed(self.overlay.capacity(pool), pods, how))
 
     # -- reading -----------------------------------------------------------------------------
     def running_in(self, key: PoolKey) -> Iterable[Reservation]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
+from enum import Enum
 from typing import Any
 
 from airflow_mcsched.view.allocation import NodeAllocation
@@ -29,6 +30,17 @@ MAX_CLOCKS = 4
 MAX_PLANS = 4096
 MAX_CHANGED = 16384
 MAX_FIT_MEMOS = 4096
+
+
+class Change(Enum):
+    """How a cycle changes a pool's capacity (`PlanMemory.changed`)."""
+
+    TAKE = "take"
+    """A grant of this cycle (or capacity held for a preemptor), on the nodes it names."""
+    TAKE_UNSEEN = "take unseen"
+    """A grant whose pods the read does not show yet: held anywhere in the pool (`PoolCapacity.take`)."""
+    GIVE_BACK = "give back"
+    """Work that stops (a preemption victim)."""
 
 
 class SharedPlans:
@@ -50,7 +62,7 @@ class SharedPlans:
 
 
 class PlanMemory:
-    """What one view, one policy and one set of plugins have taught the engine so far."""
+    """What one view, one policy (by value) and one set of plugins have taught the engine so far."""
 
     __slots__ = (
         "_changed",
@@ -61,13 +73,11 @@ class PlanMemory:
         "derived",
         "fit_memo",
         "plugins",
-        "policy",
         "staging",
         "weights",
     )
 
-    def __init__(self, view: GlobalView, policy: object, plugins: object) -> None:
-        self.policy = policy  # held so that its identity, the key, stays its own
+    def __init__(self, view: GlobalView, plugins: object) -> None:
         self.plugins = plugins
         self.any_reserved = any(c.reserved for c in view.clusters)
         self.weights: dict[Hashable, Any] = {}
@@ -76,24 +86,24 @@ class PlanMemory:
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
-        self._changed: dict[tuple[int, tuple[NodeAllocation, ...], bool, bool], tuple[PoolCapacity, PoolCapacity]] = {}
+        self._changed: dict[tuple[int, tuple[NodeAllocation, ...], Change], tuple[PoolCapacity, PoolCapacity]] = {}
         self._clocks: dict[object, dict[str, Any]] = {}
         self._shared: dict[Hashable, SharedPlans] = {}
 
-    def changed(
-        self, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], *, ending: bool = False, unseen: bool = False
-    ) -> PoolCapacity:
-        """`capacity.take(pods)` (or `give_back` when `ending`; taken anywhere in the pool when
-        `unseen`, for reservations whose pods the read does not show), one object per capacity object
-        and pods: a cycle that places what an earlier one placed reaches the same capacity objects,
+    def changed(self, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], how: Change) -> PoolCapacity:
+        """`capacity` with `pods` taken or given back (`how`), one object per capacity object, pods
+        and change: a cycle that places what an earlier one placed reaches the same capacity objects,
         and the fit verdicts, rankings and candidates remembered for them hold again."""
-        key = (id(capacity), pods, ending, unseen)
+        key = (id(capacity), pods, how)
         known = self._changed.get(key)
         if known is not None and known[0] is capacity:  # held below, so its id is still its own
             return known[1]
         if len(self._changed) >= MAX_CHANGED:
             self._changed.clear()
-        after = capacity.give_back(pods) if ending else capacity.take(pods, anywhere=unseen)
+        if how is Change.GIVE_BACK:
+            after = capacity.give_back(pods)
+        else:
+            after = capacity.take(pods, anywhere=how is Change.TAKE_UNSEEN)
         self._changed[key] = (capacity, after)
         return after
 
@@ -128,13 +138,31 @@ class PlanMemory:
         return shared
 
 
-_entries: dict[Hashable, dict[tuple[int, object], PlanMemory]] = {}
-"""Layout -> memories by (policy identity, plugins), least recently used first."""
+_entries: dict[Hashable, dict[tuple[Hashable, object], PlanMemory]] = {}
+"""Layout -> memories by (policy value, plugins), least recently used first."""
+_policy_values: dict[int, tuple[object, Hashable]] = {}
+"""Policy identity -> (the policy, its value as `_policy_value` gives it): worked out once per object."""
 _lock = threading.Lock()
 
 
+def _policy_value(policy: object) -> Hashable:
+    """What the memory of a policy is found by: its value, so that every caller whose policy is
+    equal (one read again from its file, a copy) reaches the same memory, and one that differs in
+    any field never does. Policies are frozen models, so an object's value is worked out once."""
+    known = _policy_values.get(id(policy))
+    if known is not None and known[0] is policy:  # held in the entry: its id is its own
+        return known[1]
+    dump = getattr(policy, "model_dump_json", None)
+    value = (type(policy), dump()) if dump is not None else policy
+    if len(_policy_values) >= MAX_LAYOUTS * MAX_POLICIES:
+        _policy_values.clear()
+    _policy_values[id(policy)] = (policy, value)
+    return value
+
+
 def plan_memory(view: GlobalView, policy: object, plugins: object) -> PlanMemory:
-    """The memory for this view's layout, policy and plugins (a new one the first time they meet)."""
+    """The memory for this view's layout, policy (by value) and plugins (a new one the first time
+    they meet)."""
     key = view.layout
     with _lock:
         memories = _entries.pop(key, None)
@@ -143,12 +171,12 @@ def plan_memory(view: GlobalView, policy: object, plugins: object) -> PlanMemory
                 del _entries[next(iter(_entries))]  # the least recently used
             memories = {}
         _entries[key] = memories  # at the end: most recently used
-        memory_key = (id(policy), plugins)
+        memory_key = (_policy_value(policy), plugins)
         memory = memories.get(memory_key)
-        if memory is None or memory.policy is not policy:
+        if memory is None:
             if len(memories) >= MAX_POLICIES:
                 memories.clear()
-            memory = memories[memory_key] = PlanMemory(view, policy, plugins)
+            memory = memories[memory_key] = PlanMemory(view, plugins)
         return memory
 
 
@@ -156,6 +184,7 @@ def forget_all() -> None:
     """Drop everything remembered (tests compare decisions made with and without it)."""
     with _lock:
         _entries.clear()
+        _policy_values.clear()
 
 
 def remembered_layouts() -> int:

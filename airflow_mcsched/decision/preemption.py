@@ -8,7 +8,7 @@ cheapest-first, then spare every victim it can (as the Kubernetes scheduler does
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -23,7 +23,7 @@ from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
-from airflow_mcsched.view.snapshot import PoolView
+from airflow_mcsched.view.snapshot import PoolKey, PoolView
 
 MAX_EXHAUSTIVE_VICTIMS = 4
 MAX_FIT_CHECKS = 200
@@ -106,16 +106,19 @@ class _Below:
         known = self._most_whole
         if known is not None and known[0] is capacity:
             return known[1]
-        gained: dict[str, int] = {}
-        for v in self.eligible:
-            for a in v.reservation.pods:
-                gained[a.node] = gained.get(a.node, 0) + a.gpus
-        best = _most_whole_gpus(capacity, gained)
+        best = _most_whole_gpus(capacity, (v.reservation for v in self.eligible), None)
         self._most_whole = (capacity, best)
         return best
 
 
-def _most_whole_gpus(capacity: PoolCapacity, gained: dict[str, int]) -> int:
+def _most_whole_gpus(capacity: PoolCapacity, stopped: Iterable[Reservation], pool: PoolKey | None) -> int:
+    """Whole GPUs free on the best node of the pool once the `stopped` work's pods in it are gone
+    (those of every reservation when `pool` is None: they are all in the pool)."""
+    gained: dict[str, int] = {}
+    for r in stopped:
+        if pool is None or r.key == pool:
+            for a in r.pods:
+                gained[a.node] = gained.get(a.node, 0) + a.gpus
     best = capacity.largest_whole_free_on_node
     for name, gpus in gained.items():
         node = capacity.node(name)
@@ -229,12 +232,8 @@ class _PoolSearch:
         capacity = self.ctx.cycle.overlay.capacity(self.pool)
         if self.below is not None and not self.stopping:  # the same for every search at the priority
             return self.below.most_whole_gpus(capacity) >= demand.gpus
-        gained: dict[str, int] = {}
-        for r in (*self.stopping, *(v.reservation for v in self.eligible)):
-            if r.key == self.pool.key:
-                for a in r.pods:
-                    gained[a.node] = gained.get(a.node, 0) + a.gpus
-        return _most_whole_gpus(capacity, gained) >= demand.gpus
+        stopped = (*self.stopping, *(v.reservation for v in self.eligible))
+        return _most_whole_gpus(capacity, stopped, self.pool.key) >= demand.gpus
 
     def plan(self) -> PreemptionPlan | None:
         if not self._might_fit_without_all():
@@ -455,6 +454,8 @@ def _remembered_best(ctx: RequestContext, pools: list[PoolView], memo: SearchMem
     pools on a full fleet), to find what the one before them found."""
     cycle = ctx.cycle
     head = cycle.head
+    # The running work's version is a guard: every change a search here reads also changes the
+    # overlay's today, but work granted or stopped in a pool the view lacks changes only the former
     state = (cycle.overlay.version, cycle.running.version, head, _head_commits(head))
     last = memo.last
     if last is not None and last[0] == state and last[1] == pools:

@@ -88,6 +88,12 @@ class MultiClusterPodOperator(KubernetesPodOperator):
     :param lease_renew_interval: seconds between lease renewals while the pod runs (sync mode);
         None renews at a third of the lease left. A renewal that finds the step preempted stops
         its pod and fails the try with the reason.
+    :param pin_to_reserved_nodes: require the nodes the placement reserved (required node affinity)
+        instead of preferring them. By default the pod needs its node pool and only prefers its
+        nodes: when one filled meanwhile, it runs on another node of the pool rather than wait.
+        Pinned, the engine's packing holds node for node, but a pod whose node something outside
+        mcsched took is not scheduled, and the step moves to another placement after KPO's
+        ``schedule_timeout_seconds``.
 
     The placement id and cluster are pushed to XCom (``placement_id``, ``placement_cluster``).
     ``durable`` defaults to False: a new try gets a new placement, so it does not adopt old pods.
@@ -106,6 +112,7 @@ class MultiClusterPodOperator(KubernetesPodOperator):
         max_placement_attempts: int = 3,
         cluster_probe_timeout: float = 10.0,
         lease_renew_interval: float | None = None,
+        pin_to_reserved_nodes: bool = False,
         **kwargs: Any,
     ) -> None:
         fields = pop_resource_fields(kwargs)
@@ -124,6 +131,7 @@ class MultiClusterPodOperator(KubernetesPodOperator):
         self.max_placement_attempts = max_placement_attempts
         self.cluster_probe_timeout = cluster_probe_timeout
         self.lease_renew_interval = lease_renew_interval
+        self.pin_to_reserved_nodes = pin_to_reserved_nodes
         self._held: HeldPlacement | None = None
         self._pod_running = False
         self._authored_affinity = self.affinity  # each placement attempt adds its nodes to this
@@ -265,10 +273,13 @@ class MultiClusterPodOperator(KubernetesPodOperator):
             yield self._held
 
     def _aim_at(self, placement: PlacementOut) -> None:
-        """Point KPO at the placement's cluster; shape the pod to its reservation (its pool, its nodes first)."""
+        """Point KPO at the placement's cluster; shape the pod to its reservation (its pool, its nodes
+        first or, pinned, only)."""
         if not placement.connection_id:
             raise AirflowException(f"placement {placement.id} names no Airflow connection for {placement.cluster}")
-        shape = pod_shape(placement, self.container_resources, self._authored_affinity)
+        shape = pod_shape(
+            placement, self.container_resources, self._authored_affinity, pin_to_nodes=self.pin_to_reserved_nodes
+        )
         self.kubernetes_conn_id = placement.connection_id
         self.namespace = placement.namespace or self.namespace
         self.container_resources = shape.resources

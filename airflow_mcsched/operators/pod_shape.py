@@ -98,6 +98,30 @@ def preferring_nodes(authored: k8s.V1Affinity | Mapping[str, Any] | None, nodes:
     return affinity
 
 
+def requiring_nodes(authored: k8s.V1Affinity | Mapping[str, Any] | None, nodes: Sequence[str]) -> k8s.V1Affinity:
+    """The author's affinity with these nodes required: each of the author's required terms (terms
+    are alternatives) becomes one term per node, the author's conditions and the node's name
+    together (a node field selector takes one value). Nothing else of the author's changes."""
+    affinity = _copy_affinity(authored)
+    node_affinity = affinity.node_affinity or k8s.V1NodeAffinity()
+    required = node_affinity.required_during_scheduling_ignored_during_execution
+    authored_terms = (required.node_selector_terms if required else None) or [k8s.V1NodeSelectorTerm()]
+    terms = [
+        k8s.V1NodeSelectorTerm(
+            match_expressions=term.match_expressions,
+            match_fields=[
+                *(term.match_fields or []),
+                k8s.V1NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=[node]),
+            ],
+        )
+        for term in authored_terms
+        for node in dict.fromkeys(nodes)
+    ]
+    node_affinity.required_during_scheduling_ignored_during_execution = k8s.V1NodeSelector(node_selector_terms=terms)
+    affinity.node_affinity = node_affinity
+    return affinity
+
+
 def _copy_affinity(authored: k8s.V1Affinity | Mapping[str, Any] | None) -> k8s.V1Affinity:
     """A copy to add to: the operator keeps the author's own for the next placement attempt."""
     if not authored:
@@ -111,7 +135,11 @@ def pod_shape(
     placement: PlacementOut,
     authored_resources: k8s.V1ResourceRequirements | Mapping[str, Any] | None = None,
     authored_affinity: k8s.V1Affinity | Mapping[str, Any] | None = None,
+    *,
+    pin_to_nodes: bool = False,
 ) -> PodShape:
+    """The pod for a placement: its pool required, its reserved nodes preferred (`preferring_nodes`)
+    or, with `pin_to_nodes`, required (`requiring_nodes`)."""
     _, share = gpu_split(placement.ask)
     annotations = {ANNOTATION_PLACEMENT: placement.id}
     if share:
@@ -121,5 +149,5 @@ def pod_shape(
         node_selector={LABEL_NODE_POOL: placement.pool or ""},
         labels={LABEL_RESERVATION: placement.reservation_id or ""},
         annotations=annotations,
-        affinity=preferring_nodes(authored_affinity, placement.nodes),
+        affinity=(requiring_nodes if pin_to_nodes else preferring_nodes)(authored_affinity, placement.nodes),
     )

@@ -1,7 +1,8 @@
-"""The API server's background work: the capacity sync and the admission timer, as daemon threads.
+"""The API server's background work: the capacity sync, the admission timer and, when history has an
+age (`[mcsched] placement_retention`, `audit_retention`), its purge, as daemon threads.
 
-Both are safe to run in every replica: the sync takes a lease per cluster, and admission cycles
-serialise on the lock row. The timer is what expires leases and admits work when nothing else
+All are safe to run in every replica: the sync takes a lease per cluster, and admission cycles
+(and purges) serialise on the lock row. The timer is what expires leases and admits work when nothing else
 happens (no submit, release or sync to trigger a cycle).
 """
 
@@ -11,7 +12,9 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
+from airflow_mcsched.governance.retention import Retention
 from airflow_mcsched.service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -22,6 +25,15 @@ def run_admission_cycle(*_: object) -> None:
     from airflow_mcsched.service.admission_runner import admission_runner
 
     admission_runner().decide_after_change()
+
+
+def purge_history(retention: Retention) -> None:
+    """Drop history past its age (`[mcsched] placement_retention`, `audit_retention`)."""
+    from airflow_mcsched.service.retention_store import purge_now
+
+    report = purge_now(retention)
+    if report.anything:
+        log.info("purged history: %s", report.as_dict())
 
 
 def _every(interval: float, stop: threading.Event, work: Callable[[], None], what: str) -> None:
@@ -54,6 +66,16 @@ class BackgroundWork:
                 self.stop,
                 run_admission_cycle,
                 "admission cycle",
+            )
+        retention = self.settings.retention
+        if retention.purges_anything and self.settings.retention_interval_seconds > 0:
+            self._thread(
+                "mcsched-retention",
+                _every,
+                self.settings.retention_interval_seconds,
+                self.stop,
+                partial(purge_history, retention),
+                "history purge",
             )
         return self
 

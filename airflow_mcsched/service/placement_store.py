@@ -63,19 +63,21 @@ class MissingTeam(ValueError):
     pass
 
 
-def take_admission_lock(session: Session, now: datetime) -> None:
-    """Serialise placement writers: the first statement of the transaction is this UPDATE."""
+def take_admission_lock(session: Session, now: datetime, *, cycle: bool = True) -> None:
+    """Serialise placement writers: the first statement of the transaction is this UPDATE. A writer
+    that is not an admission cycle (`cycle` False, a purge) takes the lock without counting itself."""
+    values = {"cycles": AdmissionLockRow.cycles + 1, "last_cycle_at": now} if cycle else {"id": AdmissionLockRow.id}
     stmt = (
         update(AdmissionLockRow)
         .where(AdmissionLockRow.id == 1)
-        .values(cycles=AdmissionLockRow.cycles + 1, last_cycle_at=now)
+        .values(**values)
         .execution_options(synchronize_session=False)
     )
     if session.execute(stmt).rowcount == 1:
         return
     try:
         with session.begin_nested():
-            session.add(AdmissionLockRow(id=1, cycles=1, last_cycle_at=now))
+            session.add(AdmissionLockRow(id=1, cycles=1 if cycle else 0, last_cycle_at=now if cycle else None))
     except IntegrityError:  # another process created it first: lock it now
         session.execute(stmt)
 

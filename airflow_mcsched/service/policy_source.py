@@ -29,9 +29,9 @@ def load_policy_file(path: str | Path) -> Policy:
 
 @cache
 def _default_policy() -> Policy:
-    """The engine's defaults, one object for the life of the process. The engine keeps what it
-    learnt of a fleet per policy object (decision/plan_cache.py): a new `Policy()` per call made
-    every admission cycle of a process with no policy file start with nothing kept."""
+    """The engine's defaults, one object for the life of the process. The engine finds what it
+    learnt of a fleet by the policy's value (decision/plan_cache.py), which it works out once per
+    policy object."""
     return Policy()
 
 

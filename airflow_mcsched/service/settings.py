@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from airflow_mcsched.access.breaker import BreakerSettings
+from airflow_mcsched.governance.retention import Retention, parse_age
 
 MAX_COOL_DOWN_SECONDS = 86400  # a cluster to keep away for longer is one to disable (`mcsched clusters`)
 
@@ -20,6 +21,8 @@ class ServiceSettings:
     sync_lease_seconds: float = 60.0
     admission_interval_seconds: float = 5.0
     breaker: BreakerSettings = field(default_factory=BreakerSettings)  # [mcsched] breaker_*
+    retention: Retention = field(default_factory=Retention)  # [mcsched] placement_retention, audit_retention
+    retention_interval_seconds: float = 3600.0
 
     @classmethod
     def from_airflow_conf(cls) -> ServiceSettings:
@@ -32,7 +35,31 @@ class ServiceSettings:
             sync_lease_seconds=conf.getfloat("mcsched", "sync_lease_seconds", fallback=60.0),
             admission_interval_seconds=conf.getfloat("mcsched", "admission_interval_seconds", fallback=5.0),
             breaker=breaker_from_airflow_conf(),
+            retention=retention_from_airflow_conf(),
+            retention_interval_seconds=conf.getfloat("mcsched", "retention_interval_seconds", fallback=3600.0),
         )
+
+
+def retention_from_airflow_conf() -> Retention:
+    """How long history is kept (`governance.retention`): `[mcsched] placement_retention` and
+    `audit_retention`, ages such as 90d; unset or empty keeps it forever. A bad value raises
+    AirflowConfigException naming the option and the fix, so the API server refuses to start rather
+    than keep (or purge) what the operator did not mean."""
+    return Retention(placements=_age("placement_retention"), audit=_age("audit_retention"))
+
+
+def _age(key: str) -> timedelta | None:
+    text = _configured(key)
+    if not text:
+        return None
+    try:
+        return parse_age(text, f"[mcsched] {key}")
+    except ValueError as err:
+        from airflow.exceptions import AirflowConfigException
+
+        raise AirflowConfigException(
+            f"{err}; fix it in airflow.cfg or AIRFLOW__MCSCHED__{key.upper()}, or remove it to keep history forever"
+        ) from err
 
 
 def breaker_from_airflow_conf() -> BreakerSettings:

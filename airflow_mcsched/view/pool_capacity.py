@@ -86,18 +86,24 @@ class PoolCapacity:
         i = self.node_index.get(name)
         return None if i is None else self.nodes[i]
 
+    def group_by_node(self, allocations: Iterable[NodeAllocation], into: dict[int, list[NodeAllocation]]) -> None:
+        """Add each allocation to `into` under its node's position in the pool, to be given back a
+        node at a time; one whose node left the pool (drained, deleted) has nothing to give back."""
+        index = self.node_index
+        for a in allocations:
+            i = index.get(a.node)
+            if i is not None:
+                into.setdefault(i, []).append(a)
+
     def _apply(self, allocations: Iterable[NodeAllocation], give_back: bool, anywhere: bool = False) -> PoolCapacity:
         """Change only the touched nodes and update the sums by difference; maxima are re-read only
         when a node that held one went down (so taking from one node of a big pool stays cheap)."""
         changed: dict[int, NodeCapacity] = {}
         if give_back:  # each node given back its pods at once (a node is made once, not per pod)
             ended: dict[int, list[NodeAllocation]] = {}
-            for a in allocations:
-                i = self.node_index.get(a.node)
-                if i is not None:  # the node left the pool (drained, deleted): nothing to give back
-                    ended.setdefault(i, []).append(a)
-            for i, pods in ended.items():
-                changed[i] = self.nodes[i].give_back_all(pods)
+            self.group_by_node(allocations, ended)
+            for at, pods in ended.items():
+                changed[at] = self.nodes[at].give_back_all(pods)
             return self.with_nodes(changed)
         for a in allocations:
             i = self.node_index.get(a.node)

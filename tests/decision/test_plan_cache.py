@@ -277,6 +277,22 @@ def test_other_policies_on_the_same_view_are_kept_apart():
     assert decide(view, ask, [], no_price, NOW) == _uncached(view, ask, [], no_price, NOW)
 
 
+def test_equal_policies_share_one_memory_and_unequal_ones_do_not():
+    """The memory is found by the policy's value: a policy read again from its file (a new, equal
+    object) keeps what the engine learnt, while one that differs in any field never reaches it."""
+    view = random_view(random.Random(3))
+    first = POLICIES["overrides and quotas"]
+    again = Policy.model_validate(first.model_dump())
+    assert again is not first and again == first
+    memory = plan_cache.plan_memory(view, first, None)
+    assert plan_cache.plan_memory(view, again, None) is memory
+    other = again.model_copy(update={"runners_up": again.runners_up + 1})
+    assert plan_cache.plan_memory(view, other, None) is not memory
+    assert plan_cache.plan_memory(view, Policy(), None) is not memory
+    queue = random_queue(random.Random(3), 20)
+    assert decide(view, queue, [], again, NOW) == _uncached(view, queue, [], first, NOW)
+
+
 def test_reservations_not_yet_seen_are_taken_from_capacity_in_every_cycle():
     """The capacity left by unseen reservations is remembered per view, but only for those reservations."""
     profile = cluster("a", pool(nodes=1))

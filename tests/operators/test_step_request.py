@@ -130,6 +130,49 @@ def test_the_reserved_node_is_preferred_first_and_the_authors_affinity_kept():
     assert preferred_nodes(pod_shape(placement(gpus=4, nodes=("n1", "n2"))).affinity) == [["n1"], ["n2"]]
 
 
+def test_a_pinned_pod_requires_its_reserved_nodes_within_each_of_the_authors_alternatives():
+    """Pinned: every required term of the author's (alternatives) is kept once per reserved node,
+    with the node's name added to its conditions; the author's preferences stay as they were, and
+    no node preference is added (the nodes are required)."""
+    zone = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    disk = {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}
+    authored = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [zone, disk]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "preference": disk}],
+        }
+    }
+    shape = pod_shape(placement(gpus=4, nodes=("n1", "n2", "n1")), None, authored, pin_to_nodes=True)
+    node_affinity = shape.affinity.node_affinity
+    terms = node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+    assert [(t.match_expressions[0].key, [f.values for f in t.match_fields]) for t in terms] == [
+        ("zone", [["n1"]]),
+        ("zone", [["n2"]]),
+        ("disk", [["n1"]]),
+        ("disk", [["n2"]]),
+    ]
+    assert [p.weight for p in node_affinity.preferred_during_scheduling_ignored_during_execution] == [5]
+    assert len(authored["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]) == 2
+
+    bare = pod_shape(placement(gpus=4, nodes=("n1",)), pin_to_nodes=True).affinity.node_affinity
+    (term,) = bare.required_during_scheduling_ignored_during_execution.node_selector_terms
+    assert term.match_expressions is None and term.match_fields == [
+        k8s.V1NodeSelectorRequirement(key="metadata.name", operator="In", values=["n1"])
+    ]
+    assert bare.preferred_during_scheduling_ignored_during_execution is None
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_the_operator_aims_its_pod_at_the_reserved_node_preferred_or_pinned(pinned):
+    op = MultiClusterPodOperator(task_id="train", gpus=4, pin_to_reserved_nodes=pinned, **KPO_ARGS)
+    op._aim_at(placement(gpus=4).model_copy(update={"connection_id": "mcsched_c"}))
+    node_affinity = op.affinity.node_affinity
+    required = node_affinity.required_during_scheduling_ignored_during_execution
+    preferred = node_affinity.preferred_during_scheduling_ignored_during_execution
+    assert op.kubernetes_conn_id == "mcsched_c" and op.node_selector == {"mcsched.io/node-pool": "gpu-pool"}
+    assert (required is not None, preferred is not None) == (pinned, not pinned)
+
+
 def preferred_nodes(affinity: k8s.V1Affinity) -> list[list[str]]:
     terms = affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
     return [f.values for t in terms for f in t.preference.match_fields or []]

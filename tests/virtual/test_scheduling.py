@@ -174,3 +174,29 @@ def test_higher_priority_pod_is_scheduled_first(api, a100):
     api.delete_namespaced_pod("holder-0", "default", grace_period_seconds=0)
     wait_phase(api, "high", "Running")
     assert api.read_namespaced_pod("low", "default").status.phase == "Pending"
+
+
+def test_a_pod_pinned_to_its_reserved_node_waits_for_it_where_a_preferring_one_goes_elsewhere(api):
+    """The affinities the operator gives a step (operators/pod_shape.py): preferring its reserved
+    node, it runs on another node of the pool when that one is full; pinned, it waits for it."""
+    from kubernetes.client import ApiClient
+
+    from airflow_mcsched.operators.pod_shape import preferring_nodes, requiring_nodes
+
+    api.create_namespaced_pod("default", pod("a", gpus=6, duration=60))
+    a = wait_phase(api, "a", "Running").spec.node_name
+    other = next(n for n in ("onprem-a100-a100-ib-0", "onprem-a100-a100-ib-1") if n != a)
+    as_sent = ApiClient().sanitize_for_serialization
+    api.create_namespaced_pod(
+        "default", pod("pinned", gpus=4, duration=60, affinity=as_sent(requiring_nodes(None, [a])))
+    )
+    api.create_namespaced_pod(
+        "default", pod("preferring", gpus=4, duration=60, affinity=as_sent(preferring_nodes(None, [a])))
+    )
+    assert wait_phase(api, "preferring", "Running").spec.node_name == other
+    cond = condition(_unschedulable(api, "pinned"), "PodScheduled")
+    assert cond.message == (
+        "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 3 node(s) didn't match Pod's node affinity/selector."
+    )
+    api.delete_namespaced_pod("a", "default", grace_period_seconds=0)
+    assert wait_phase(api, "pinned", "Running").spec.node_name == a
