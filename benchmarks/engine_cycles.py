@@ -7,7 +7,9 @@
 
 The fleet and queues of `bench_engine.py` (100 clusters, seed 1). One cycle on the first view
 first, untimed; then one cycle per entry of `--reads`: `same` decides again on that view, `new` on
-a view built anew from the same reads, `changed` on one where a tenth of the pools read differently.
+a view built anew from the same reads, `changed` on one where a tenth of the pools read differently,
+`later` on the same view 5 s later than the cycle before (the service's admission interval: a
+per-cycle score's values may move with the clock).
 `bench_engine.py` gives medians per way of reading; this shows how what the engine keeps ages from
 one cycle to the next. Each CPU figure is followed by the part of it that the cyclic garbage
 collector took (`gc`), as `gc.callbacks` report it. Calls are counted under cProfile in a second
@@ -33,10 +35,13 @@ import pstats
 import random
 import time
 import tracemalloc
+from datetime import timedelta
 
 from bench_engine import NOW, changed_reads, filled, fleet_and_queues, new_reads
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
+
+LATER = timedelta(seconds=5)
 
 
 def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: bool = False) -> list[str]:
@@ -51,6 +56,7 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: 
         gc.collect()
     views = {
         "same": lambda: view,
+        "later": lambda: view,
         "new": lambda: new_reads(profiles, observations, 1)[0],
         "changed": lambda: changed_reads(profiles, observations, 1, rng)[0],
     }
@@ -61,20 +67,23 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: 
     decide(view, queue, running, policy, NOW)
     if figure == "memory":
         figures.append(_kept_mb())
+    now = NOW
     for how in reads:
         v = views[how]()
+        if how == "later":  # the clock moves on by an admission interval (the service's default, 5 s)
+            now += LATER
         if figure == "calls":
             profile = cProfile.Profile()
-            profile.runcall(decide, v, queue, running, policy, NOW)
+            profile.runcall(decide, v, queue, running, policy, now)
             figures.append(f"{sum(s[1] for s in pstats.Stats(profile).stats.values()):,}")  # type: ignore[attr-defined]
         elif figure == "memory":
-            decide(v, queue, running, policy, NOW)
+            decide(v, queue, running, policy, now)
             del v
             figures.append(_kept_mb())
         else:
             watch = _CollectorWatch()
             start = time.process_time()
-            decide(v, queue, running, policy, NOW)
+            decide(v, queue, running, policy, now)
             figures.append(f"{(time.process_time() - start) * 1e3:.0f} (gc {watch.stop():.0f})")
     tracemalloc.stop()
     return figures

@@ -74,13 +74,19 @@ class Setup:
     the pool nor the cycle): the whole bound is then worked out once with the lasting ones and kept
     with them."""
     scored: dict[tuple[int, int, bool], tuple] = field(default_factory=dict)
-    """Scored candidates by fleet position, capacity object and figures or not (score_breakdown.py)."""
+    """Scored candidates by fleet position, capacity object and figures or not, with the dynamic values
+    (and per-cycle figures) they were made of (score_breakdown.py); a cycle's own setups share their
+    template's."""
     static_parts: dict[tuple[int, bool], tuple] = field(default_factory=dict)
     """The static scores' parts by fleet position and figures or not (score_breakdown.py)."""
     static_texts: dict[int, str] = field(default_factory=dict)
     """The static parts' words in the admitted summary, by fleet position (admission.py)."""
     summaries: dict[tuple[int, ...], tuple] = field(default_factory=dict)
     """Admitted summaries by the identity of the candidates they name (admission.py)."""
+    free_memo: dict[tuple[int, int], tuple] | None = None
+    """With per-cycle scores: whole verdicts by pool and capacity object, as `memo` holds them, where
+    every per-cycle score was `cycle_free`; shared by a template's setups across cycles, and taken
+    in a cycle where that still holds."""
 
 
 @lru_cache(maxsize=16)  # plugin sets are few and long-lived
@@ -131,6 +137,9 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
         fixed_per_cycle_bounds=template.fixed_per_cycle_bounds,
         static_parts=template.static_parts,  # they read no per-cycle score
         static_texts=template.static_texts,
+        scored=template.scored,  # checked against the per-cycle values (score_breakdown.py)
+        summaries=template.summaries,  # by the candidates they name, so as those are
+        free_memo=template.free_memo,
     )
     return setup
 
@@ -171,6 +180,7 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
         per_cycle_at=per_cycle_at,
         lasting_memo=lasting_memo,
         fixed_per_cycle_bounds=fixed,
+        free_memo={} if per_cycle_at else None,
     )
 
 
@@ -243,11 +253,46 @@ def exact(
     known = setup.memo.get(key)
     if known is not None and known[0] is capacity and known[1] is not None:
         return known[1], known[2]
+    free = setup.free_memo
+    if free is not None:
+        known = _free_verdict(ctx, setup, cluster, pool, capacity, key)
+        if known is not None:
+            return known[1], known[2]
     verdict = _fit(ctx, setup, cluster, pool, capacity)
     values = verdict[1]
     total = 0.0 if values is None else weighted(values, setup.plan.dynamic_scores)
-    _remember(setup.memo, key, (capacity, verdict, total))
+    entry = (capacity, verdict, total)
+    _remember(setup.memo, key, entry)
+    pods = verdict[0]
+    if free is not None and not isinstance(pods, Rejection) and cycle_free(ctx, setup, cluster, pool, capacity, pods):
+        _remember(free, key, entry)
     return verdict, total
+
+
+def cycle_free(
+    ctx: RequestContext,
+    setup: Setup,
+    cluster: ClusterView,
+    pool: PoolView,
+    capacity: PoolCapacity,
+    pods: tuple[NodeAllocation, ...],
+) -> bool:
+    """Every per-cycle score reads nothing of the cycle on these nodes (`Score.cycle_free`)."""
+    dynamic = setup.plan.dynamic_scores
+    return all(dynamic[i][0].cycle_free(ctx, cluster, pool, capacity, pods) for i in setup.per_cycle_at)
+
+
+def _free_verdict(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity, key: tuple
+) -> tuple | None:
+    """The whole verdict an earlier cycle kept for this pool and capacity (`Setup.free_memo`), when the
+    per-cycle scores are still cycle-free on its nodes; remembered for this cycle too."""
+    assert setup.free_memo is not None, "asked only of setups with per-cycle scores"
+    kept = setup.free_memo.get(key)
+    if kept is None or kept[0] is not capacity or not cycle_free(ctx, setup, cluster, pool, capacity, kept[1][0]):
+        return None
+    _remember(setup.memo, key, kept)
+    return kept
 
 
 def optimistic(
@@ -265,6 +310,9 @@ def optimistic(
     if setup.lasting_memo is None:
         bound = weighted([s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic], dynamic)
     else:
+        known = _free_verdict(ctx, setup, cluster, pool, capacity, key)
+        if known is not None:  # exact, as `exact` would find it
+            return known[2]
         known = _lasting(setup, pool, capacity)
         if known[1] is not None and known[1][1] is None:  # an earlier cycle found it does not fit
             _remember(setup.memo, key, (capacity, known[1], 0.0))

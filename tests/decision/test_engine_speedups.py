@@ -418,3 +418,57 @@ def test_the_fewest_victims_on_a_node_are_found_as_by_checking_each_prefix(seed)
         (k for k in range(1, len(by_size) + 1) if preemption._frees_enough(node, by_size[:k], demand)), None
     )
     assert preemption._fewest_largest_first(node, by_size, demand) == by_prefix
+
+
+def test_what_a_per_cycle_score_gave_free_of_the_cycle_is_kept_only_while_it_still_is():
+    """`whole_nodes` on a node with none of our work of known end reads neither the clock nor the
+    running work, so a later cycle takes that verdict and candidate as they were (`free_memo`,
+    `remembered_candidate`); once our work with a known end shows on the node, on the same view and
+    capacity, it is judged again, and every cycle decides as an engine that remembers nothing."""
+    profile = cluster("a", pool("p", gpus_per_node=4, nodes=2))
+    view = view_of((profile, observe(profile, free={"p": [4, 2]}, seen=["rsv-ours"])))
+    ask = [request("r", gpus=1, expected_duration=timedelta(hours=5))]
+    ours = reservation("ours", "a", "p", "a-p-1", gpus=2, ends_in=timedelta(hours=1))
+    cycles = [([], NOW), ([], NOW + timedelta(seconds=5)), ([ours], NOW + timedelta(seconds=10)), ([], NOW)]
+    remembered = [decide(view, ask, running, Policy(), now) for running, now in cycles]
+    fresh = []
+    for running, now in cycles:
+        plan_cache.forget_all()
+        fresh.append(decide(view, ask, running, Policy(), now))
+    assert remembered == fresh
+    parts = [d.decisions[0].placement.part("whole_nodes") for d in remembered]
+    assert parts[0] == parts[1] == parts[3] and parts[0].value == 1.0  # next to work of unknown end
+    # our work ends 3,590 s later; the 5 h step outlives it by the rest, on a 4-GPU node it takes 1 of
+    assert parts[2].value == pytest.approx(1 - (5 * 3600 - 3590) / (5 * 3600) * 3 / 4)
+    assert remembered[0].decisions[0].placement is remembered[1].decisions[0].placement  # kept, not made again
+
+
+class _Stamped(Score):
+    """A per-cycle score whose value never moves but whose figures name the cycle's clock."""
+
+    name = "stamped"
+    dynamic = True
+    per_cycle = True
+
+    def signature(self, ctx):
+        return (ctx.demand, ctx.now)
+
+    def measure(self, ctx, cluster, pool, capacity, pods):
+        return 0.5
+
+    def explain(self, ctx, cluster, pool, capacity, pods):
+        return (("at", ctx.now.isoformat()),)
+
+
+def test_a_chosen_pools_figures_that_read_the_cycle_are_made_in_each_cycle():
+    """A kept candidate is taken again only when its values, and for the chosen pool the per-cycle
+    scores' figures, are what this cycle makes of them."""
+    from airflow_mcsched.decision.admission import Plugins
+
+    plugins = Plugins(scores=(*DEFAULT_SCORES, _Stamped()))
+    view = view_of(cluster("a", pool("p", gpus_per_node=4, nodes=2)))
+    ask = [request("r", gpus=1)]
+    moments = [NOW, NOW + timedelta(seconds=5), NOW + timedelta(seconds=5)]
+    chosen = [decide(view, ask, [], Policy(), now, plugins=plugins).decisions[0].placement for now in moments]
+    assert [dict(c.part("stamped").detail)["at"] for c in chosen] == [now.isoformat() for now in moments]
+    assert chosen[1] is chosen[2] and chosen[0] != chosen[1]  # at one clock it is kept

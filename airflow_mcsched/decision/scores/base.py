@@ -13,7 +13,8 @@
   `per_cycle` score (one that reads running work or the clock) puts something of its cycle in its
   `signature`; its values and the rankings that use them are then worked out in each cycle, while
   node choice and the other scores' values are still remembered. Its `upper_bound` must not read
-  the cycle either (the default, 1, does not).
+  the cycle either (the default, 1, does not). Where its value for some nodes reads nothing of the
+  cycle after all, `cycle_free` says so, and the whole verdict is remembered there as for others.
 
 `signature` says which part of the request a score depends on (values are shared between
 requests alike in it); `upper_bound` lets the engine skip pools that cannot win without choosing
@@ -49,6 +50,20 @@ class Score(ABC):
     def upper_bound(self, ctx: RequestContext, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> float:
         """For dynamic scores: the most `measure` can return on this pool, before nodes are chosen."""
         return 1.0
+
+    def cycle_free(
+        self,
+        ctx: RequestContext,
+        cluster: ClusterView,
+        pool: PoolView,
+        capacity: PoolCapacity,
+        pods: tuple[NodeAllocation, ...],
+    ) -> bool:
+        """True when the value and figures on these nodes read nothing that one cycle has and another
+        may not (the clock, the running work): they are then the same in every cycle where this
+        holds, for the same signature, pool, capacity and nodes. Always, for scores that are not
+        `per_cycle`."""
+        return not self.per_cycle
 
     @abstractmethod
     def measure(

@@ -172,6 +172,12 @@ class WholeNodeScore(Score):
             worst = max(worst, added * max(0.0, total - gpus) / largest)
         return worst
 
+    def cycle_free(self, ctx, cluster, pool, capacity, pods):
+        """No node of the pods holds our work of known end: each is either empty (the pod opens it,
+        whatever the clock) or busy with work of unknown end (not coming free anyway)."""
+        ends = ctx.cycle.running.latest_ends(pool.key)
+        return not ends or not any(a.node in ends for a in pods)
+
     def measure(self, ctx, cluster, pool, capacity, pods):
         return 1 - self._cost(ctx, pool, capacity, pods)
 
