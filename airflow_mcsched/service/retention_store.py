@@ -9,7 +9,7 @@ deletes anything leaves an audit entry saying what it deleted and up to when.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +23,9 @@ from airflow_mcsched.service.schemas import PlacementState
 from airflow_mcsched.service.tables import AuditRow, Base, PlacementRow, RejectionListRow, ReservationRow, in_pages
 
 FINAL_STATES = tuple(s.value for s in PlacementState if s.final)
+PURGE_BATCH = 5000
+"""Placements one transaction purges at most (`purge_now`): admission cycles wait for the lock a
+purge holds, so a first purge of years of history goes in steps, each committed."""
 RETENTION_ACTOR = "mcsched-retention"
 """Who the API server's own purges are audited as (`[mcsched] placement_retention`)."""
 
@@ -44,6 +47,16 @@ class PurgeReport:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    def __add__(self, later: PurgeReport) -> PurgeReport:
+        """Two steps of one purge (same cutoffs): what both deleted."""
+        return replace(
+            self,
+            placements=self.placements + later.placements,
+            reservations=self.reservations + later.reservations,
+            rejection_lists=self.rejection_lists + later.rejection_lists,
+            audit_entries=self.audit_entries + later.audit_entries,
+        )
 
 
 def _aged_out(before: datetime) -> ColumnElement[bool]:
@@ -70,14 +83,23 @@ def _gone(session: Session, table: type[Base], where: ColumnElement[bool], dry_r
     return result.rowcount or 0
 
 
-def purge(session: Session, retention: Retention, now: datetime, actor: str, *, dry_run: bool = False) -> PurgeReport:
-    """Delete (or, with `dry_run`, count) what `retention` lets go at `now`; the caller commits."""
+def purge(
+    session: Session,
+    retention: Retention,
+    now: datetime,
+    actor: str,
+    *,
+    dry_run: bool = False,
+    limit: int | None = None,
+) -> PurgeReport:
+    """Delete (or, with `dry_run`, count) what `retention` lets go at `now`, at most `limit`
+    placements of it; the caller commits."""
     placements_before, audit_before = retention.cutoffs(now)
     if not dry_run:  # one at a time with admission cycles, which name lists and drop unnamed ones
         take_admission_lock(session, now, cycle=False)
     ids: list[str] = []
     if placements_before is not None:
-        ids = list(session.scalars(select(PlacementRow.id).where(_aged_out(placements_before))))
+        ids = list(session.scalars(select(PlacementRow.id).where(_aged_out(placements_before)).limit(limit)))
     reservations = 0
     for page in in_pages(ids):  # reservations first: SQLite does not cascade unless told to
         reservations += _gone(session, ReservationRow, ReservationRow.placement_id.in_(page), dry_run)
@@ -103,11 +125,17 @@ def purge(session: Session, retention: Retention, now: datetime, actor: str, *, 
 
 
 def purge_now(retention: Retention, actor: str = RETENTION_ACTOR, *, dry_run: bool = False) -> PurgeReport:
-    """`purge` in a session of its own on the metadata DB, committed (rolled back in a dry run)."""
+    """`purge` on the metadata DB in steps of `PURGE_BATCH` placements, each step committed and
+    audited (a dry run counts in one step and changes nothing)."""
     from airflow.utils.session import create_session
 
-    with create_session() as session:
-        report = purge(session, retention, datetime.now(UTC), actor, dry_run=dry_run)
-        if dry_run:
-            session.rollback()
-        return report
+    now = datetime.now(UTC)  # one cutoff for every step
+    total: PurgeReport | None = None
+    while True:
+        with create_session() as session:
+            report = purge(session, retention, now, actor, dry_run=dry_run, limit=None if dry_run else PURGE_BATCH)
+            if dry_run:
+                session.rollback()
+        total = report if total is None else total + report
+        if dry_run or report.placements < PURGE_BATCH:
+            return total

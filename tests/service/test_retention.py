@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 
 from airflow_mcsched.cli.main import main
 from airflow_mcsched.governance.retention import Retention, parse_age
+from airflow_mcsched.service import retention_store
 from airflow_mcsched.service.background import BackgroundWork
 from airflow_mcsched.service.placement_store import PlacementStore
 from airflow_mcsched.service.retention_store import purge
@@ -156,12 +157,14 @@ def test_the_command_counts_then_purges_and_refuses_without_an_age(airflow_linea
     dry = json.loads(mcsched("purge", "--placements-older-than", "1d", "--dry-run", "--format", "json"))
     assert dry["dry_run"] and dry["placements"] == final
     monkeypatch.setenv("AIRFLOW__MCSCHED__PLACEMENT_RETENTION", "1d")  # the configured age, with no flag
+    monkeypatch.setattr(retention_store, "PURGE_BATCH", 2)  # in steps, each committed and audited
     assert mcsched("purge").startswith(f"purged {final} placement(s) ended before ")
     with create_session() as s:
         left = s.scalars(select(PlacementRow.state)).all()
-        (entry,) = s.scalars(select(AuditRow).where(AuditRow.action == "history.purge")).all()
+        steps = s.scalars(select(AuditRow).where(AuditRow.action == "history.purge")).all()
     assert len(left) == len(placement_rows()) - final and not any(PlacementState(x).final for x in left)
-    assert entry.actor == "mcsched-purge" and entry.details["placements"] == final
+    assert len(steps) == -(-final // 2) and {e.actor for e in steps} == {"mcsched-purge"}
+    assert sum(e.details["placements"] for e in steps) == final
 
 
 def test_the_api_server_purges_on_its_own_when_history_has_an_age(airflow_lineage):
