@@ -44,8 +44,8 @@ class CandidatePlan:
     """Eligible pools (best static score first, ties in fleet order), and the lasting rejections.
 
     `rejections` holds (fleet position, rejection) pairs so they can be merged with later ones;
-    `lasting_rejections` the rejections alone. `by_ordinal`, `zeros` (0 per eligible pool) and
-    `start_heap` are where a ranking of the plan starts (see pool_ranking.py), made once with the plan.
+    `lasting_rejections` the rejections alone. `by_ordinal` and `start_heap` are where a ranking of
+    the plan starts (see pool_ranking.py), made once with the plan.
     """
 
     eligible: tuple[Eligible, ...]
@@ -56,7 +56,6 @@ class CandidatePlan:
     weight_sum: float
     lasting_rejections: tuple[Rejection, ...] = field(default=(), compare=False, repr=False)
     by_ordinal: dict[int, Eligible] = field(default_factory=dict, compare=False, repr=False)
-    zeros: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
     start_heap: tuple[tuple[float, int, int], ...] = field(default=(), compare=False, repr=False)
 
 
@@ -210,7 +209,6 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
         weight_sum=sum(w for _, w in active) or 1.0,
         lasting_rejections=tuple(r for _, r in verdicts.rejections),
         by_ordinal={e[1]: e for e in eligible},
-        zeros={e[1]: 0 for e in eligible},
         start_heap=tuple(start_heap),
     )
     return plan

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
 from airflow_mcsched.decision.request import PlacementRequest
@@ -11,9 +11,11 @@ from airflow_mcsched.view.allocation import NodeAllocation
 MIB_PER_GIB = 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Demand:
-    """One pod's shape times `pods`; `gpus` whole GPUs or a `gpu_milli` share of one, never both."""
+class Demand(NamedTuple):
+    """One pod's shape times `pods`; `gpus` whole GPUs or a `gpu_milli` share of one, never both.
+
+    A named tuple, not a dataclass: the engine's memos are keyed by it, a dozen lookups per request,
+    and a tuple hashes in C (a frozen dataclass's hash is a Python call)."""
 
     pods: int
     gpus: int

@@ -30,7 +30,9 @@ _FRESH, _BOUNDED, _EXACT, _INFEASIBLE = 0, 1, 2, 3
 
 
 _State = tuple[tuple[tuple[float, int, int], ...], dict[int, int], dict[int, int], dict[int, PoolCapacity]]
-"""A ranking's heap, versions, levels and the capacity each judged pool was judged on."""
+"""A ranking's heap, versions, levels and the capacity each judged pool was judged on. Versions and
+levels name only the pools that left their start (version 0, `_FRESH`): a ranking starts with a
+copy of each, and most of a plan's pools are never judged."""
 
 
 class RankingStart:
@@ -55,7 +57,8 @@ class RankingStart:
             plan = setup.plan
             static = plan.by_ordinal
             value = bound_in_any_cycle if setup.per_cycle_at else optimistic
-            level, judged_on = dict(plan.zeros), {}
+            level: dict[int, int] = {}
+            judged_on: dict[int, PoolCapacity] = {}
             refined = []
             for ordinal, (ruled_out, capacity) in self._judged.items():
                 judged_on[ordinal] = capacity
@@ -68,7 +71,7 @@ class RankingStart:
             heap = [e for e in plan.start_heap if e[1] not in judged_on]
             heap += refined
             heapify(heap)
-            self._state = (tuple(heap), plan.zeros, level, judged_on)
+            self._state = (tuple(heap), {}, level, judged_on)
         return self._state
 
 
@@ -94,8 +97,8 @@ class PoolRanking:
         self.leaves_start = start is None or not self._resume(ctx, setup, overlay, start)
         if self.leaves_start:
             self._heap = list(plan.start_heap)  # a heap already: copied, not rebuilt
-            self._version = dict(plan.zeros)
-            self._level = dict(plan.zeros)  # _FRESH
+            self._version: dict[int, int] = {}
+            self._level: dict[int, int] = {}
             self._judged_on: dict[int, PoolCapacity] = {}
 
     def _resume(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, start: RankingStart) -> bool:
@@ -130,16 +133,16 @@ class PoolRanking:
     def _refresh(self, ordinals: Iterable[int], bound: float) -> None:
         """These pools go back in at their most optimistic value (in any order: entries never tie)."""
         for ordinal in ordinals:
-            self._version[ordinal] += 1
+            version = self._version[ordinal] = self._version.get(ordinal, 0) + 1
             self._level[ordinal] = _FRESH
             del self._judged_on[ordinal]
-            heappush(self._heap, (self._static[ordinal][0] - bound, ordinal, self._version[ordinal]))
+            heappush(self._heap, (self._static[ordinal][0] - bound, ordinal, version))
 
     def start(self) -> RankingStart:
         """Where a ranking of the same plan and demand in a later cycle (or, for a cycle's own setup,
         another one of its template in this cycle) starts from: the pools judged so far."""
         level = self._level
-        return RankingStart({o: (level[o] == _INFEASIBLE, c) for o, c in self._judged_on.items()})
+        return RankingStart({o: (level.get(o) == _INFEASIBLE, c) for o, c in self._judged_on.items()})
 
     def _sync(self, overlay: CapacityOverlay, bound: float) -> None:
         """Refined pools whose capacity changed since the last use go back in at their most optimistic
@@ -164,11 +167,11 @@ class PoolRanking:
         while heap and len(found) < want:
             entry = heappop(heap)
             _, ordinal, entry_version = entry
-            if entry_version != version[ordinal]:
+            if entry_version != version.get(ordinal, 0):
                 continue  # superseded by a newer entry for the same pool
             neg_static, _, cluster, pool, static_values = static[ordinal]
             capacity = changed.get(ordinal) or overlay.capacity(pool)
-            state = level[ordinal]
+            state = level.get(ordinal, _FRESH)
             judged_on[ordinal] = capacity
             # Refine in place while the entry stays on top; push it back as soon as it does not.
             if state == _FRESH:

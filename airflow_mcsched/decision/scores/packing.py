@@ -176,7 +176,11 @@ class WholeNodeScore(Score):
         """No node of the pods holds our work of known end: each is either empty (the pod opens it,
         whatever the clock) or busy with work of unknown end (not coming free anyway)."""
         ends = ctx.cycle.running.latest_ends(pool.key)
-        return not ends or not any(a.node in ends for a in pods)
+        if ends:
+            for a in pods:
+                if a.node in ends:
+                    return False
+        return True
 
     def measure(self, ctx, cluster, pool, capacity, pods):
         return 1 - self._cost(ctx, pool, capacity, pods)
