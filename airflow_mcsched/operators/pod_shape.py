@@ -87,9 +87,7 @@ def preferring_nodes(authored: k8s.V1Affinity | Mapping[str, Any] | None, nodes:
     preferred += [
         k8s.V1PreferredSchedulingTerm(
             weight=MAX_PREFERENCE_WEIGHT,
-            preference=k8s.V1NodeSelectorTerm(
-                match_fields=[k8s.V1NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=[node])]
-            ),
+            preference=k8s.V1NodeSelectorTerm(match_fields=[_named(node)]),
         )
         for node in dict.fromkeys(nodes)
     ]
@@ -109,10 +107,7 @@ def requiring_nodes(authored: k8s.V1Affinity | Mapping[str, Any] | None, nodes: 
     terms = [
         k8s.V1NodeSelectorTerm(
             match_expressions=term.match_expressions,
-            match_fields=[
-                *(term.match_fields or []),
-                k8s.V1NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=[node]),
-            ],
+            match_fields=[*(term.match_fields or []), _named(node)],
         )
         for term in authored_terms
         for node in dict.fromkeys(nodes)
@@ -120,6 +115,11 @@ def requiring_nodes(authored: k8s.V1Affinity | Mapping[str, Any] | None, nodes: 
     node_affinity.required_during_scheduling_ignored_during_execution = k8s.V1NodeSelector(node_selector_terms=terms)
     affinity.node_affinity = node_affinity
     return affinity
+
+
+def _named(node: str) -> k8s.V1NodeSelectorRequirement:
+    """The node by its name: a node field selector takes one value, so a term names one node."""
+    return k8s.V1NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=[node])
 
 
 def _copy_affinity(authored: k8s.V1Affinity | Mapping[str, Any] | None) -> k8s.V1Affinity:

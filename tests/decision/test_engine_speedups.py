@@ -443,15 +443,10 @@ def test_what_a_per_cycle_score_gave_free_of_the_cycle_is_kept_only_while_it_sti
     assert remembered[0].decisions[0].placement is remembered[1].decisions[0].placement  # kept, not made again
 
 
-class _Stamped(Score):
+class _Stamped(_Hourly):
     """A per-cycle score whose value never moves but whose figures name the cycle's clock."""
 
     name = "stamped"
-    dynamic = True
-    per_cycle = True
-
-    def signature(self, ctx):
-        return (ctx.demand, ctx.now)
 
     def measure(self, ctx, cluster, pool, capacity, pods):
         return 0.5
