@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter
 
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.outcome import Rejection, ScoredCandidate, ScorePart
@@ -52,9 +53,12 @@ def waiting(
     return text
 
 
+_reason = attrgetter("reason")
+
+
 def rejection_tally(rejections: Sequence[Rejection]) -> str:
     """'3 x InsufficientFreeGpus, 1 x DataFarAway': how many pools or clusters each reason ruled out."""
-    counts = Counter(r.reason for r in rejections)
+    counts = Counter(map(_reason, rejections))  # no generator: a waiting request names every pool
     return ", ".join(f"{n} x {code}" for code, n in counts.most_common())
 
 

@@ -98,12 +98,12 @@ def _live_and_per_cycle(filters: tuple[Filter, ...], scores: tuple[Score, ...]) 
 def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> Setup:
     """Requests alike in signature and in which live filters apply to them share one setup."""
     live_filters, per_cycle_scores = _live_and_per_cycle(tuple(filters), tuple(scores))
-    live = tuple(f for f in live_filters if f.applies(ctx))
+    live = tuple([f for f in live_filters if f.applies(ctx)])  # a list first: no generator per request
     # a per-cycle score that counts for this request makes its setup (the verdicts with its values,
     # rankings, scored candidates) its cycle's own, kept with the cycle; one weighed 0 changes nothing
     weights = ctx.weights
     per_cycle = [s for s in per_cycle_scores if getattr(weights, s.name, 1.0) > 0 and s.applies(ctx)]
-    key = (ctx.signature, live, *(s.signature(ctx) for s in per_cycle))
+    key = (ctx.signature, live, *[s.signature(ctx) for s in per_cycle])
     shared = shared_plans(ctx, filters)
     setups = ctx.cycle.setups if per_cycle else shared.setups
     setup = setups.get(key)
@@ -251,10 +251,11 @@ def exact(
     """The pool's verdict, and the weighted sum of its dynamic values (0 for a rejection)."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
-    if known is not None and known[0] is capacity and known[1] is not None:
+    bounded = known is not None and known[0] is capacity
+    if bounded and known[1] is not None:
         return known[1], known[2]
     free = setup.free_memo
-    if free is not None:
+    if free is not None and not bounded:  # a bound: `optimistic` looked in the free memo already
         known = _free_verdict(ctx, setup, cluster, pool, capacity, key)
         if known is not None:
             return known[1], known[2]

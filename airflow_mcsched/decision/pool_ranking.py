@@ -4,7 +4,7 @@ A heap holds each eligible pool at its most optimistic known total: first its st
 the dynamic scores' maximum, then plus their upper bounds on its capacity, then its exact total.
 Popping refines the top until the `want` best are exact, feasible and accepted by the request's
 own checks; every other pool is provably no better. When a pool's capacity changes (a grant, an
-eviction), it re-enters at its most optimistic value, so the order is never stale.
+eviction), it re-enters at its optimistic value on the new capacity, so the order is never stale.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class PoolRanking:
 
     The pools it judged by the end of its first use are kept with the plan (`RankingStart`): a
     later cycle on the same view starts from them, and pools whose capacity object differs by then
-    stay at their most optimistic value. A cycle's own setup (one with a per-cycle score) puts its
+    are judged again on what they have now (`_refresh`). A cycle's own setup (one with a per-cycle score) puts its
     refined pools back at bounds that hold in any cycle, so its template's later rankings, in this
     cycle and later ones, start from them too.
     """
@@ -103,7 +103,7 @@ class PoolRanking:
 
     def _resume(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, start: RankingStart) -> bool:
         """Start from `start`, and return True; pools whose capacity object differs by now go back in
-        at their most optimistic value. When most do (a new capacity read), return False: starting
+        as `_refresh` puts them. When most do (a new capacity read), return False: starting
         afresh then costs less than putting each back, and the start is out of date."""
         heap, version, level, judged_on = start.state(ctx, setup)
         stale = self._stale(overlay, judged_on)
@@ -111,7 +111,7 @@ class PoolRanking:
             return False
         self._heap, self._version, self._level = list(heap), dict(version), dict(level)
         self._judged_on = dict(judged_on)
-        self._refresh(stale, setup.plan.dynamic_bound)
+        self._refresh(ctx, setup, overlay, stale)
         return True
 
     def _stale(
@@ -130,13 +130,27 @@ class PoolRanking:
             if o in judged_on and (changed.get(o) or overlay.capacity(static[o][3])) is not judged_on[o]
         ]
 
-    def _refresh(self, ordinals: Iterable[int], bound: float) -> None:
-        """These pools go back in at their most optimistic value (in any order: entries never tie)."""
+    def _refresh(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, ordinals: Iterable[int]) -> None:
+        """These pools go back in at their optimistic value on the capacity they have now (in any
+        order: entries never tie), or out when that is known not to fit.
+
+        Worked out here, not left at the plan's most optimistic value for a pop to refine: a pool
+        whose capacity a grant changed was judged because it ranked near the top, so it is mostly
+        popped again, and refining it on the way in saves that pop and the push after it.
+        """
+        changed, static, heap = overlay.by_ordinal, self._static, self._heap
+        level, version, judged_on = self._level, self._version, self._judged_on
         for ordinal in ordinals:
-            version = self._version[ordinal] = self._version.get(ordinal, 0) + 1
-            self._level[ordinal] = _FRESH
-            del self._judged_on[ordinal]
-            heappush(self._heap, (self._static[ordinal][0] - bound, ordinal, version))
+            _, _, cluster, pool, _ = entry = static[ordinal]
+            capacity = changed.get(ordinal) or overlay.capacity(pool)
+            judged_on[ordinal] = capacity
+            v = version[ordinal] = version.get(ordinal, 0) + 1
+            bound = optimistic(ctx, setup, cluster, pool, capacity)
+            if bound < 0:  # known not to fit: out until its capacity changes
+                level[ordinal] = _INFEASIBLE
+            else:
+                level[ordinal] = _BOUNDED
+                heappush(heap, (entry[0] - bound, ordinal, v))
 
     def start(self) -> RankingStart:
         """Where a ranking of the same plan and demand in a later cycle (or, for a cycle's own setup,
@@ -144,20 +158,20 @@ class PoolRanking:
         level = self._level
         return RankingStart({o: (level.get(o) == _INFEASIBLE, c) for o, c in self._judged_on.items()})
 
-    def _sync(self, overlay: CapacityOverlay, bound: float) -> None:
-        """Refined pools whose capacity changed since the last use go back in at their most optimistic
-        value: those the log names, or, when it names more, those whose capacity object differs."""
+    def _sync(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay) -> None:
+        """Refined pools whose capacity changed since the last use go back in (`_refresh`): those the
+        log names, or, when it names more, those whose capacity object differs."""
         log, since = overlay.log, self._synced
         if since == len(log):
             return
         self._synced = len(log)
         named = set(log[since:]) if len(log) - since < len(self._judged_on) else self._judged_on
-        self._refresh(self._stale(overlay, self._judged_on, named), bound)
+        self._refresh(ctx, setup, overlay, self._stale(overlay, self._judged_on, named))
 
     def best(self, ctx: RequestContext, setup: Setup, want: int) -> list[Feasible]:
         overlay = ctx.cycle.overlay
         changed = overlay.by_ordinal
-        self._sync(overlay, setup.plan.dynamic_bound)
+        self._sync(ctx, setup, overlay)
         heap, level, version, judged_on = self._heap, self._level, self._version, self._judged_on
         static, memo, cycle = self._static, setup.memo, ctx.cycle
         # the request's own checks, when it has none: no live filter, and no backfill head yet

@@ -83,9 +83,10 @@ class _Below:
     """A pool's candidate victims at one priority (`_below_in_pool`), and what single-pod searches
     derive from them alone, worked out on first need: neither reads the request beyond its priority."""
 
-    __slots__ = ("_by_node", "_most_whole", "eligible")
+    __slots__ = ("_by_node", "_most_whole", "_pool", "eligible")
 
-    def __init__(self, eligible: list[VictimChoice]) -> None:
+    def __init__(self, pool: PoolKey, eligible: list[VictimChoice]) -> None:
+        self._pool = pool
         self.eligible = eligible
         self._by_node: dict[str, tuple[list[VictimChoice], list[VictimChoice]]] | None = None
         self._most_whole: tuple[PoolCapacity, int] | None = None
@@ -106,17 +107,17 @@ class _Below:
         known = self._most_whole
         if known is not None and known[0] is capacity:
             return known[1]
-        best = _most_whole_gpus(capacity, (v.reservation for v in self.eligible), None)
+        best = _most_whole_gpus(capacity, (v.reservation for v in self.eligible), self._pool)
         self._most_whole = (capacity, best)
         return best
 
 
-def _most_whole_gpus(capacity: PoolCapacity, stopped: Iterable[Reservation], pool: PoolKey | None) -> int:
-    """Whole GPUs free on the best node of the pool once the `stopped` work's pods in it are gone
-    (those of every reservation when `pool` is None: they are all in the pool)."""
+def _most_whole_gpus(capacity: PoolCapacity, stopped: Iterable[Reservation], pool: PoolKey) -> int:
+    """Whole GPUs free on the best node of the pool (`pool` its key) once the `stopped` work's pods
+    in it are gone."""
     gained: dict[str, int] = {}
     for r in stopped:
-        if pool is None or r.key == pool:
+        if r.key == pool:
             for a in r.pods:
                 gained[a.node] = gained.get(a.node, 0) + a.gpus
     best = capacity.largest_whole_free_on_node
@@ -149,7 +150,7 @@ def _below_in_pool(ctx: RequestContext, pool: PoolView) -> _Below:
         if r.interruptible and r.priority < priority and r.preempted_by is None and r.id not in granted
     ]
     eligible.sort(key=_choice_order)
-    below = _Below(eligible)
+    below = _Below(pool.key, eligible)
     cycle.victims_below[(pool.key, priority)] = (version, below)
     return below
 
