@@ -33,6 +33,16 @@ def parse_age(text: str, field: str) -> timedelta:
     return age
 
 
+def describe_age(age: timedelta) -> str:
+    """An age in the largest unit it is a whole number of: '180 days', '2 weeks', '1 hour'."""
+    seconds = int(age.total_seconds())
+    for unit, size in (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"
+
+
 @dataclass(frozen=True)
 class Retention:
     """Ages after which final placements and audit entries are purged; None keeps them forever."""

@@ -13,14 +13,17 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, Field
 from sqlalchemy import ColumnElement, CursorResult, and_, delete, exists, func, not_, select
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.governance.retention import Retention
+from airflow_mcsched.service.audit_store import AuditEntry, audit_page
 from airflow_mcsched.service.cluster_store import audit
 from airflow_mcsched.service.placement_store import take_admission_lock
 from airflow_mcsched.service.schemas import PlacementState
 from airflow_mcsched.service.tables import AuditRow, Base, PlacementRow, RejectionListRow, ReservationRow, in_pages
+from airflow_mcsched.service.visibility import EVERYTHING, Visibility
 
 FINAL_STATES = tuple(s.value for s in PlacementState if s.final)
 PURGE_BATCH = 5000
@@ -139,3 +142,42 @@ def purge_now(retention: Retention, actor: str = RETENTION_ACTOR, *, dry_run: bo
         total = report if total is None else total + report
         if dry_run or report.placements < PURGE_BATCH:
             return total
+
+
+class RetentionStatus(BaseModel):
+    """How long history is kept and the purges that keep it so (`GET /api/v1/retention`): what a reader
+    of the lineage or of a cost report needs to know about what is no longer there."""
+
+    placements_kept_seconds: float | None = Field(description="age after which final placements go; None: forever")
+    audit_kept_seconds: float | None = Field(description="age after which audit entries go; None: forever")
+    placements_ended_before: datetime | None = Field(description="placements that ended before this are purged")
+    audit_before: datetime | None = Field(description="audit entries made before this are purged")
+    purge_interval_seconds: float = Field(description="each API server purges this often; 0: only `mcsched purge`")
+    last_purges: list[AuditEntry] = Field(description="the latest purges that deleted anything, newest first")
+
+
+def retention_status(
+    session: Session,
+    retention: Retention,
+    interval_seconds: float,
+    now: datetime,
+    seen: Visibility = EVERYTHING,
+    last: int = 5,
+) -> RetentionStatus:
+    """`retention` (as configured) at `now`, with the `last` purges the audit trail holds."""
+    placements_before, audit_before = retention.cutoffs(now)
+    return RetentionStatus(
+        placements_kept_seconds=None if retention.placements is None else retention.placements.total_seconds(),
+        audit_kept_seconds=None if retention.audit is None else retention.audit.total_seconds(),
+        placements_ended_before=placements_before,
+        audit_before=audit_before,
+        purge_interval_seconds=max(0.0, interval_seconds) if retention.purges_anything else 0.0,
+        last_purges=audit_page(session, action="history.purge", limit=last, seen=seen).entries,
+    )
+
+
+def configured_status(session: Session, now: datetime, seen: Visibility = EVERYTHING) -> RetentionStatus:
+    """`retention_status` by Airflow's configuration, as every API server purges by it."""
+    from airflow_mcsched.service.settings import retention_from_airflow_conf, retention_interval_from_airflow_conf
+
+    return retention_status(session, retention_from_airflow_conf(), retention_interval_from_airflow_conf(), now, seen)

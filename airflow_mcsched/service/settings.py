@@ -36,7 +36,7 @@ class ServiceSettings:
             admission_interval_seconds=conf.getfloat("mcsched", "admission_interval_seconds", fallback=5.0),
             breaker=breaker_from_airflow_conf(),
             retention=retention_from_airflow_conf(),
-            retention_interval_seconds=conf.getfloat("mcsched", "retention_interval_seconds", fallback=3600.0),
+            retention_interval_seconds=retention_interval_from_airflow_conf(),
         )
 
 
@@ -46,6 +46,13 @@ def retention_from_airflow_conf() -> Retention:
     AirflowConfigException naming the option and the fix, so the API server refuses to start rather
     than keep (or purge) what the operator did not mean."""
     return Retention(placements=_age("placement_retention"), audit=_age("audit_retention"))
+
+
+def retention_interval_from_airflow_conf() -> float:
+    """Seconds between an API server's purges (`[mcsched] retention_interval_seconds`); 0 or less: none."""
+    from airflow.configuration import conf
+
+    return conf.getfloat("mcsched", "retention_interval_seconds", fallback=3600.0)
 
 
 def _age(key: str) -> timedelta | None:

@@ -57,7 +57,9 @@ async def cost_page(
     series = await get_report(
         request, "/api/v1/reports/cost/series", {**window.params(), "group_by": by, "bucket": "day"}
     )
+    kept = await get_report(request, "/api/v1/retention", {})  # a report covers only what is kept
     context: dict[str, Any] = {"window": window, "windows": WINDOWS, "by": by, "table": table, "series": series}
+    context["retention"] = kept.body if kept.ok else None
     if table.ok:
         rows = table.body["rows"]
         context["by_team_chart"] = charts.bar_chart(cost_per(rows, "team"), money, "cost per team")

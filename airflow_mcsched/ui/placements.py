@@ -9,6 +9,7 @@ hide what the API hides from the reader (another team's private placements).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from itertools import groupby
 from typing import Annotated
 from urllib.parse import quote, urlencode
@@ -19,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.service.placement_store import PlacementNotFound, PlacementStore
+from airflow_mcsched.service.retention_store import configured_status
 from airflow_mcsched.service.schemas import PlacementOut, PlacementState
 from airflow_mcsched.service.tables import PlacementRow
 from airflow_mcsched.service.visibility import EVERYTHING, Visibility
@@ -70,6 +72,7 @@ def placements_page(
     with create_session() as session:
         store = _store(session)
         placements = store.outs(newest_first(session, filters, limit, seen))
+        retention = configured_status(session, datetime.now(UTC), seen)  # what the list no longer holds
     runs = [(key, list(group)) for key, group in groupby(placements, key=lambda p: (p.task.dag_id, p.task.run_id))]
     return render(
         request,
@@ -79,6 +82,7 @@ def placements_page(
         limit=limit,
         filters=filters,
         states=[s.value for s in PlacementState],
+        retention=retention,
         caller=caller,
         page="placements",
     )

@@ -5,7 +5,7 @@ The formats are plain functions so that tests can predict exactly what a page pr
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from airflow_mcsched.governance.retention import describe_age
 from airflow_mcsched.ui import charts
 from airflow_mcsched.ui.nav import UI_PREFIX
 
@@ -51,7 +52,12 @@ def age(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h ago"
 
 
-for _name, _filter in {"money": money, "hours": hours, "when": when, "age": age}.items():
+def kept_for(seconds: float) -> str:
+    """How long history is kept: '180 days', '2 weeks'."""
+    return describe_age(timedelta(seconds=seconds))
+
+
+for _name, _filter in {"money": money, "hours": hours, "when": when, "age": age, "kept_for": kept_for}.items():
     TEMPLATES.env.filters[_name] = _filter
 TEMPLATES.env.globals.update(ui=UI_PREFIX, charts=charts)
 

@@ -244,8 +244,8 @@ def test_no_secret_in_logs_lineage_api_answers_or_ui_pages(placement_fleet, api_
     for action, body in (("start", {"pod_name": "p"}), ("release", {"outcome": "succeeded"})):
         call("POST", f"/api/v1/placements/{placement}/{action}", json=body)
     for path in ("/api/v1/clusters", f"/api/v1/placements/{placement}", "/api/v1/placements", "/api/v1/audit",
-                 "/api/v1/reports/cost", "/api/v1/reports/capacity", "/api/v1/reclaim", "/ui/fleet", "/ui/cost",
-                 "/ui/placements", f"/ui/placements/{placement}"):  # fmt: skip
+                 "/api/v1/reports/cost", "/api/v1/reports/capacity", "/api/v1/reclaim", "/api/v1/retention",
+                 "/ui/fleet", "/ui/cost", "/ui/placements", f"/ui/placements/{placement}"):  # fmt: skip
         call("GET", path)
     for name in placement_fleet.fleet.handles:
         call("GET", f"/api/v1/clusters/{name}")

@@ -13,7 +13,7 @@ from airflow.exceptions import AirflowConfigException
 from sqlalchemy import func, select
 
 from airflow_mcsched.cli.main import main
-from airflow_mcsched.governance.retention import Retention, parse_age
+from airflow_mcsched.governance.retention import Retention, describe_age, parse_age
 from airflow_mcsched.service import retention_store
 from airflow_mcsched.service.background import BackgroundWork
 from airflow_mcsched.service.placement_store import PlacementStore
@@ -39,6 +39,21 @@ L4, T4 = "NVIDIA-L4", "Tesla-T4"
 )
 def test_ages_are_a_number_and_a_unit(text, age):
     assert parse_age(text, "placement_retention") == age
+
+
+@pytest.mark.parametrize(
+    ("age", "text"),
+    [
+        (timedelta(days=180), "180 days"),
+        (timedelta(weeks=52), "52 weeks"),
+        (timedelta(days=1), "1 day"),
+        (timedelta(hours=36), "36 hours"),
+        (timedelta(minutes=90), "90 minutes"),
+        (timedelta(seconds=3601), "3601 seconds"),
+    ],
+)
+def test_an_age_is_told_in_the_largest_whole_unit(age, text):
+    assert describe_age(age) == text
 
 
 @pytest.mark.parametrize(

@@ -194,7 +194,7 @@ def test_reclaim_lists_only_reservations_the_reader_may_see(private_b, get):
 @pytest.mark.parametrize("user", OUTSIDERS)
 def test_no_report_names_the_private_team_to_an_outsider(private_b, get, user):
     windowed = ["/reports/cost", "/reports/cost/series", "/reports/waiting", "/reports/top"]
-    now = ["/reports/quota", "/reports/capacity", "/reclaim", "/audit", "/placements"]
+    now = ["/reports/quota", "/reports/capacity", "/reclaim", "/audit", "/placements", "/retention"]
     for path, params in [(p, WINDOW) for p in windowed] + [(p, {}) for p in now]:
         r = get(user, f"/api/v1{path}", **params)
         assert r.status_code == 200 and "team-b" not in r.text, (path, r.text)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 import pytest
 
 from airflow_mcsched.ui.nav import UI_PREFIX, external_views
-from airflow_mcsched.ui.templating import money
+from airflow_mcsched.ui.templating import money, when
 from tests.ui.fleet_data import HISTORY_DAYS, NIGHTLY, TODAY_RUN, expected_cost
 
 # the API server app reads the session's SQLite DB, so the data goes there
@@ -130,3 +131,64 @@ def test_the_plugin_lists_the_pages_in_airflows_plugin_api(api_client, user_toke
     assert listed == {(v["name"], v["href"], "nav", v["url_route"]) for v in external_views()}
     for view in ours["external_views"]:
         page(api_client, user_tokens, view["href"].removeprefix(UI_PREFIX))
+
+
+def _retention(api_client, user_tokens) -> dict:
+    r = api_client.get("/mcsched/api/v1/retention", headers={"Authorization": f"Bearer {user_tokens['viewer']}"})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_without_ages_the_pages_say_history_is_kept_forever(api_client, user_tokens, pages_data, monkeypatch):
+    for key in ("PLACEMENT_RETENTION", "AUDIT_RETENTION"):
+        monkeypatch.delenv(f"AIRFLOW__MCSCHED__{key}", raising=False)
+    status = _retention(api_client, user_tokens)
+    assert status["placements_kept_seconds"] is None and status["audit_kept_seconds"] is None
+    assert status["purge_interval_seconds"] == 0 and status["last_purges"] == []
+    for path in ("/placements", "/cost"):
+        assert "History is kept forever" in page(api_client, user_tokens, path)
+
+
+def test_the_pages_say_how_long_history_is_kept_and_what_the_last_purge_deleted(
+    api_client, user_tokens, pages_data, monkeypatch
+):
+    from airflow_mcsched.governance.retention import Retention
+    from airflow_mcsched.service.retention_store import purge_now
+
+    def attempts(html: str) -> int:
+        return int(html.split(" placement attempts", 1)[0].rsplit(">", 1)[1])
+
+    listed = attempts(page(api_client, user_tokens, "/placements"))
+    # a purge by a shorter age than the configured one (an operator's `mcsched purge`), then the ages
+    report = purge_now(Retention(placements=timedelta(days=2)), actor="ops")
+    assert report.placements > 0  # the nightly runs of HISTORY_DAYS - 2 days and more ago
+    monkeypatch.setenv("AIRFLOW__MCSCHED__PLACEMENT_RETENTION", "180d")
+    monkeypatch.setenv("AIRFLOW__MCSCHED__AUDIT_RETENTION", "52w")
+    monkeypatch.setenv("AIRFLOW__MCSCHED__RETENTION_INTERVAL_SECONDS", "3600")
+    before = datetime.now(UTC)
+    status = _retention(api_client, user_tokens)
+    assert status["placements_kept_seconds"] == 180 * 86400 and status["audit_kept_seconds"] == 52 * 7 * 86400
+    ended_before = datetime.fromisoformat(status["placements_ended_before"])
+    assert before - timedelta(days=180, seconds=5) < ended_before <= datetime.now(UTC) - timedelta(days=180)
+    assert status["purge_interval_seconds"] == 3600
+    [last] = status["last_purges"]
+    assert last["actor"] == "ops" and last["details"]["placements"] == report.placements
+
+    html = page(api_client, user_tokens, "/placements")
+    assert attempts(html) == listed - report.placements
+    note = html.split('id="history-kept">', 1)[1].split("</p>", 1)[0]
+    assert "Placements are kept 180 days after they end" in note
+    assert f"ended before {when(ended_before)[:13]}" in note  # to the hour: the page read its own clock
+    assert "The audit trail is kept 52 weeks" in note and "purges every 1 hour" in note
+    assert f"by ops, deleted {report.placements} placements and 0 audit entries" in note
+    assert "and so is their cost" not in note
+    assert "and so is their cost" in page(api_client, user_tokens, "/cost")
+
+
+def test_a_purge_interval_of_zero_says_only_the_command_purges(api_client, user_tokens, pages_data, monkeypatch):
+    monkeypatch.setenv("AIRFLOW__MCSCHED__PLACEMENT_RETENTION", "90d")
+    monkeypatch.delenv("AIRFLOW__MCSCHED__AUDIT_RETENTION", raising=False)
+    monkeypatch.setenv("AIRFLOW__MCSCHED__RETENTION_INTERVAL_SECONDS", "0")
+    note = page(api_client, user_tokens, "/placements").split('id="history-kept">', 1)[1].split("</p>", 1)[0]
+    assert "Placements are kept 90 days" in note and "The audit trail is kept forever" in note
+    assert "No API server purges on its own" in note and "nothing has been purged yet" in note

@@ -1,4 +1,4 @@
-"""The audit trail (who did what, when) and the reservations due to be reclaimed."""
+"""The audit trail (who did what, when), the reservations due to be reclaimed, and how long history is kept."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from airflow_mcsched.governance.window import parse_instant
 from airflow_mcsched.service.audit_store import MAX_LIMIT, AuditPage, audit_page
 from airflow_mcsched.service.auth import VisibilityDep
 from airflow_mcsched.service.policy_source import current_policy
+from airflow_mcsched.service.retention_store import RetentionStatus, configured_status
 from airflow_mcsched.service.routes.report_params import read_report
 
 router = APIRouter(prefix="/api/v1", tags=["governance"])
@@ -39,3 +40,10 @@ def get_reclaim(seen: VisibilityDep) -> dict[str, list[ReclaimCandidate]]:
     """The admission cycle reclaims these on its next run (each with an audit entry by `mcsched-reclaim`)."""
     policy = current_policy()
     return {"reservations": read_report(lambda store, now: store.reclaimable(policy, now), seen)}
+
+
+@router.get("/retention", response_model=RetentionStatus, summary="How long history is kept, and the last purges")
+def get_retention(seen: VisibilityDep) -> RetentionStatus:
+    """`[mcsched] placement_retention` and `audit_retention` as the API servers purge by them: a
+    placement or cost report covers only what is still kept."""
+    return read_report(lambda store, now: configured_status(store.session, now, seen), seen)
