@@ -286,20 +286,18 @@ def median_per_view(
     return median_seconds(lambda: fn(next(todo)), len(views), before=plan_cache.forget_all if forget else None)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--queue", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=50, help="DAG steps the templated queue is made of")
-    parser.add_argument("--sizes", default="10,100,1000", help="fleet sizes (clusters)")
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    """`--weight SCORE=W` (repeatable) and `--runners-up N`: the policy measured, when not the default."""
     parser.add_argument(
         "--weight", action="append", default=[], metavar="SCORE=W", help="a score weight other than the default"
     )
     parser.add_argument(
         "--runners-up", type=int, default=None, help="runners-up explained per admission (default: the policy's)"
     )
-    args = parser.parse_args()
+
+
+def policy_of(args: argparse.Namespace) -> Policy:
+    """The policy `add_policy_options` asked for, said when it is not the default."""
     weights = {name: float(w) for name, w in (item.split("=", 1) for item in args.weight)}
     policy = Policy(weights=weights)
     if args.runners_up is not None:
@@ -307,6 +305,19 @@ def main() -> None:
         print(f"runners-up: {policy.runners_up}")
     if weights:
         print(f"score weights: {policy.weights.model_dump()}")
+    return policy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--queue", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=50, help="DAG steps the templated queue is made of")
+    parser.add_argument("--sizes", default="10,100,1000", help="fleet sizes (clusters)")
+    add_policy_options(parser)
+    args = parser.parse_args()
+    policy = policy_of(args)
     singles = max(args.runs, 21)
     print(f"medians of {args.runs} runs (single request: of {singles}); wall ms / CPU ms")
     print(

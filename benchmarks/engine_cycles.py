@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads new,new,new,new,new
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads changed,changed,changed,changed,changed,changed
     .venv/bin/python benchmarks/engine_cycles.py --queue steps --reads same,same,same,new --busy
+    .venv/bin/python benchmarks/engine_cycles.py --queue random --weight whole_nodes=0 --runners-up 0
 
 The fleet and queues of `bench_engine.py` (100 clusters, seed 1). One cycle on the first view
 first, untimed; then one cycle per entry of `--reads`: `same` decides again on that view, `new` on
@@ -16,6 +17,9 @@ collector took (`gc`), as `gc.callbacks` report it. Calls are counted under cPro
 pass over the same views (the figures of one cycle, not its time); memory in a third, under
 tracemalloc: what the engine keeps after each cycle (its result dropped), the untimed first cycle
 included (`first`).
+
+`--weight SCORE=W` and `--runners-up N` measure a policy other than the default (as in
+`bench_engine.py`): what the per-cycle score, or the runners-up explained, cost a cycle.
 
 `--busy`: the cycles of a full fleet. The benchmark's queue on its half-free fleet is a cycle that
 admits about 900 requests at once (each with its explanation, runners-up and reservation). With
@@ -37,14 +41,16 @@ import time
 import tracemalloc
 from datetime import timedelta
 
-from bench_engine import NOW, changed_reads, filled, fleet_and_queues, new_reads
+from bench_engine import NOW, add_policy_options, changed_reads, filled, fleet_and_queues, new_reads, policy_of
 
 from airflow_mcsched.decision import Policy, decide, plan_cache
 
 LATER = timedelta(seconds=5)
 
 
-def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: bool = False) -> list[str]:
+def cycles(
+    queue_kind: str, reads: list[str], clusters: int, figure: str, busy: bool = False, policy: Policy | None = None
+) -> list[str]:
     """The figure of each cycle: CPU ms, function calls under cProfile, or MB kept (tracemalloc)."""
     plan_cache.forget_all()
     gc.collect()
@@ -60,7 +66,7 @@ def cycles(queue_kind: str, reads: list[str], clusters: int, figure: str, busy: 
         "new": lambda: new_reads(profiles, observations, 1)[0],
         "changed": lambda: changed_reads(profiles, observations, 1, rng)[0],
     }
-    policy = Policy()
+    policy = policy or Policy()
     figures = []
     if figure == "memory":
         tracemalloc.start()
@@ -119,10 +125,12 @@ def main() -> None:
     parser.add_argument("--reads", default="same,same,same,new,new")
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--busy", action="store_true", help="on a full fleet (see above)")
+    add_policy_options(parser)
     args = parser.parse_args()
     reads = args.reads.split(",")
+    policy = policy_of(args)
     for figure, label in (("cpu", "CPU ms"), ("calls", "calls"), ("memory", "MB kept")):
-        figures = cycles(args.queue, reads, args.clusters, figure, args.busy)
+        figures = cycles(args.queue, reads, args.clusters, figure, args.busy, policy)
         names = ["first", *reads] if figure == "memory" else reads
         print(f"{label}: " + " ".join(f"{h}={f}" for h, f in zip(names, figures, strict=True)))
 
