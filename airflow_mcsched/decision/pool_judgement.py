@@ -251,11 +251,13 @@ def exact(
     """The pool's verdict, and the weighted sum of its dynamic values (0 for a rejection)."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
-    bounded = known is not None and known[0] is capacity
-    if bounded and known[1] is not None:
-        return known[1], known[2]
+    bounded = False  # a bound known: `optimistic` looked in the free memo already, this cycle
+    if known is not None and known[0] is capacity:
+        if known[1] is not None:
+            return known[1], known[2]
+        bounded = True
     free = setup.free_memo
-    if free is not None and not bounded:  # a bound: `optimistic` looked in the free memo already
+    if free is not None and not bounded:
         known = _free_verdict(ctx, setup, cluster, pool, capacity, key)
         if known is not None:
             return known[1], known[2]
