@@ -67,14 +67,13 @@ class BackgroundWork:
                 run_admission_cycle,
                 "admission cycle",
             )
-        retention = self.settings.retention
-        if retention.purges_anything and self.settings.retention_interval_seconds > 0:
+        if self.settings.purge_interval_seconds:
             self._thread(
                 "mcsched-retention",
                 _every,
-                self.settings.retention_interval_seconds,
+                self.settings.purge_interval_seconds,
                 self.stop,
-                partial(purge_history, retention),
+                partial(purge_history, self.settings.retention),
                 "history purge",
             )
         return self

@@ -159,25 +159,27 @@ class RetentionStatus(BaseModel):
 def retention_status(
     session: Session,
     retention: Retention,
-    interval_seconds: float,
+    purge_interval_seconds: float,
     now: datetime,
     seen: Visibility = EVERYTHING,
     last: int = 5,
 ) -> RetentionStatus:
-    """`retention` (as configured) at `now`, with the `last` purges the audit trail holds."""
+    """`retention` at `now`, purged every `purge_interval_seconds` (`ServiceSettings`), with the
+    `last` purges the audit trail holds."""
     placements_before, audit_before = retention.cutoffs(now)
     return RetentionStatus(
         placements_kept_seconds=None if retention.placements is None else retention.placements.total_seconds(),
         audit_kept_seconds=None if retention.audit is None else retention.audit.total_seconds(),
         placements_ended_before=placements_before,
         audit_before=audit_before,
-        purge_interval_seconds=max(0.0, interval_seconds) if retention.purges_anything else 0.0,
+        purge_interval_seconds=purge_interval_seconds,
         last_purges=audit_page(session, action="history.purge", limit=last, seen=seen).entries,
     )
 
 
 def configured_status(session: Session, now: datetime, seen: Visibility = EVERYTHING) -> RetentionStatus:
     """`retention_status` by Airflow's configuration, as every API server purges by it."""
-    from airflow_mcsched.service.settings import retention_from_airflow_conf, retention_interval_from_airflow_conf
+    from airflow_mcsched.service.settings import ServiceSettings
 
-    return retention_status(session, retention_from_airflow_conf(), retention_interval_from_airflow_conf(), now, seen)
+    settings = ServiceSettings.from_airflow_conf()
+    return retention_status(session, settings.retention, settings.purge_interval_seconds, now, seen)

@@ -24,6 +24,14 @@ class ServiceSettings:
     retention: Retention = field(default_factory=Retention)  # [mcsched] placement_retention, audit_retention
     retention_interval_seconds: float = 3600.0
 
+    @property
+    def purge_interval_seconds(self) -> float:
+        """How often each API server purges history on its own: the interval when history has an
+        age and the interval is positive, else 0 (only `mcsched purge` purges)."""
+        if self.retention.purges_anything and self.retention_interval_seconds > 0:
+            return self.retention_interval_seconds
+        return 0.0
+
     @classmethod
     def from_airflow_conf(cls) -> ServiceSettings:
         from airflow.configuration import conf
@@ -36,7 +44,7 @@ class ServiceSettings:
             admission_interval_seconds=conf.getfloat("mcsched", "admission_interval_seconds", fallback=5.0),
             breaker=breaker_from_airflow_conf(),
             retention=retention_from_airflow_conf(),
-            retention_interval_seconds=retention_interval_from_airflow_conf(),
+            retention_interval_seconds=conf.getfloat("mcsched", "retention_interval_seconds", fallback=3600.0),
         )
 
 
@@ -46,13 +54,6 @@ def retention_from_airflow_conf() -> Retention:
     AirflowConfigException naming the option and the fix, so the API server refuses to start rather
     than keep (or purge) what the operator did not mean."""
     return Retention(placements=_age("placement_retention"), audit=_age("audit_retention"))
-
-
-def retention_interval_from_airflow_conf() -> float:
-    """Seconds between an API server's purges (`[mcsched] retention_interval_seconds`); 0 or less: none."""
-    from airflow.configuration import conf
-
-    return conf.getfloat("mcsched", "retention_interval_seconds", fallback=3600.0)
 
 
 def _age(key: str) -> timedelta | None:
