@@ -83,16 +83,21 @@ class HeadReservation:
 class HeldRoom:
     """Every head of the cycle, in admission order: work may start only where all of them allow it."""
 
-    __slots__ = ("_refused_by", "commits", "heads")
+    __slots__ = ("_by_pool", "_refused_by", "commits", "heads")
 
     def __init__(self, heads: Iterable[HeadReservation] = ()) -> None:
         self.heads: list[HeadReservation] = list(heads)
+        self._by_pool: dict[int, list[HeadReservation]] = {}
+        """The heads by the fleet position of their pool, in admission order: a head allows anything
+        in another pool, and every fitted pool of the cycle is asked."""
+        for head in self.heads:
+            self._by_pool.setdefault(head.pool.ordinal, []).append(head)
         self._refused_by: HeadReservation | None = None
         self.commits = 0
         """Placements committed so far: what the heads allow changes with each (preemption.py)."""
 
     def allows(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> bool:
-        for head in self.heads:
+        for head in self._by_pool.get(pool.ordinal, ()):
             if not head.allows(pool, pods, end):
                 self._refused_by = head
                 return False
@@ -100,7 +105,7 @@ class HeldRoom:
 
     def commit(self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime) -> None:
         self.commits += 1
-        for head in self.heads:
+        for head in self._by_pool.get(pool.ordinal, ()):
             head.commit(pool, pods, end)
 
     def explain(self) -> str:

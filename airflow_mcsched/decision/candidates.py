@@ -95,7 +95,7 @@ def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
         capacity = changed.get(ordinal) or overlay.capacity(pool)
         rejection = live_rejection(ctx, setup, cluster, pool, capacity, None)
         if rejection is None:
-            (verdict, _), _ = exact(ctx, setup, cluster, pool, capacity)
+            verdict = exact(ctx, setup, cluster, pool, capacity)[1][0]  # type: ignore[index]  # exact's: a verdict
             if isinstance(verdict, Rejection):
                 rejection = (ordinal, verdict)
             else:

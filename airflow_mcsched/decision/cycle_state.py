@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from airflow_mcsched.access.profiles import WorkKind
 from airflow_mcsched.decision.plan_cache import Change, SharedPlans, plan_memory
 from airflow_mcsched.decision.policy import Policy, ScoreWeights
+from airflow_mcsched.decision.pool_stamps import ClockStamp, WorkStamp
 from airflow_mcsched.decision.quota import QuotaLedger
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.decision.running_work import RunningWork
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from airflow_mcsched.decision.admission import Plugins
     from airflow_mcsched.decision.backfill import HeldRoom
     from airflow_mcsched.decision.outcome import Rejection
-    from airflow_mcsched.decision.pool_judgement import Setup
     from airflow_mcsched.decision.pool_ranking import PoolRanking
     from airflow_mcsched.decision.preemption import SearchMemo
 
@@ -49,7 +49,10 @@ class CycleState:
         self.max_observation_age = policy.max_observation_age
         self.memory = plan_memory(view, policy, plugins)
         self.overlay = CapacityOverlay(view)
-        self.running = RunningWork(active, partial(_domain_of, view))  # not a bound method: no cycle to collect
+        # not a bound method: no cycle to collect
+        self.running = RunningWork(active, partial(_domain_of, view), self.memory.stamps)
+        self.pool_stamps: dict[int, tuple[WorkStamp, ClockStamp]] = {}
+        """By fleet position: what per-cycle scores read of the pool now (`stamps`), while its work is unchanged."""
         self.granted_ids: set[str] = set()
         self.head: HeldRoom | None = None  # set by admission: the backfill reservation of the first blocked request
         self._quota: QuotaLedger | None = None
@@ -62,8 +65,6 @@ class CycleState:
         self.staging_memo = self.memory.staging
         # and what only this cycle may use: it depends on the grants and the running work
         self.rankings: dict[tuple, PoolRanking] = {}
-        self.setups: dict[tuple, Setup] = {}  # setups with per-cycle scores (pool_judgement.py)
-        self.fit_memos: dict[tuple, dict] = {}  # and the verdicts they share (pool_judgement.py)
         self.pool_searches: dict[tuple, SearchMemo] = {}  # pool searches of requests alike (preemption.py)
         self.victims_below: dict[tuple, tuple] = {}  # by pool and priority, while its work is unchanged (preemption.py)
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
@@ -75,10 +76,17 @@ class CycleState:
             if r.id not in seen.get(r.cluster, ()):
                 not_yet_seen[r.key].extend(r.pods)
         memory = self.memory
+        deferred = []
         for key, pods in not_yet_seen.items():  # one copy per pool, made when first read
             pool = self._pool(key)
             if pool is not None:
-                self.overlay.defer(pool, partial(memory.changed, pool.capacity, tuple(pods), Change.TAKE_UNSEEN))
+                taken = tuple(pods)
+                self.overlay.defer(pool, partial(memory.changed, pool.capacity, taken, Change.TAKE_UNSEEN))
+                deferred.append((pool.ordinal, taken))
+        self.capacity_state = memory.first_capacity_state(view, tuple(deferred))
+        """The overlay's capacity objects as one token (`PlanMemory.first_capacity_state`): a ranking
+        that starts where an earlier one left the pools skips looking for changed ones when it is
+        the token that one was left at (pool_ranking.py)."""
 
     def _pool(self, key: PoolKey) -> PoolView | None:
         return self.view.pool(*key) if self.view.has_pool(key) else None
@@ -101,6 +109,7 @@ class CycleState:
             self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
         pool = self._pool(r.key)
         if pool is not None:
+            self.pool_stamps.pop(pool.ordinal, None)
             self._change(pool, r.pods, Change.TAKE)
 
     def evict(self, r: Reservation) -> None:
@@ -110,6 +119,7 @@ class CycleState:
         self.quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
         pool = self._pool(r.key)
         if pool is not None:
+            self.pool_stamps.pop(pool.ordinal, None)
             self._change(pool, r.pods, Change.GIVE_BACK)
 
     def hold_for(self, pool: PoolView, pods: tuple[NodeAllocation, ...], team: str, gpus: float) -> None:
@@ -119,11 +129,22 @@ class CycleState:
 
     def _change(self, pool: PoolView, pods: tuple[NodeAllocation, ...], how: Change) -> None:
         """Take (or give back) capacity in the overlay, through the view's memory of such changes."""
-        self.overlay.set_capacity(pool, self.memory.changed(self.overlay.capacity(pool), pods, how))
+        capacity = self.memory.changed(self.overlay.capacity(pool), pods, how)
+        self.overlay.set_capacity(pool, capacity)
+        self.capacity_state = self.memory.capacity_state_after(self.capacity_state, pool.ordinal, capacity)
 
     # -- reading -----------------------------------------------------------------------------
     def running_in(self, key: PoolKey) -> Iterable[Reservation]:
         return self.running.in_pool(key)
+
+    def stamps(self, pool: PoolView) -> tuple[WorkStamp, ClockStamp]:
+        """What per-cycle scores read of the pool now: its running work's ends, and those at this
+        cycle's clock (pool_stamps.py). A verdict stamped with either holds."""
+        stamps = self.pool_stamps.get(pool.ordinal)
+        if stamps is None:
+            work = self.running.ends_stamp(pool.key)
+            stamps = self.pool_stamps[pool.ordinal] = (work, work.at(self.now))
+        return stamps
 
     def weights_for(self, team: str, kind: WorkKind, stake_level: int) -> ScoreWeights:
         """The policy's weights for this team and kind, staked by `stake_level` (`Policy.stake_level`),

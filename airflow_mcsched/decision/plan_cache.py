@@ -9,8 +9,9 @@ verdicts, rankings, and the capacity left by reservations whose pods the view do
 Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
 
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
-readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities and `MAX_FIT_MEMOS` demands' fit verdicts per
-entry are kept, so memory stays bounded whatever the caller does.
+readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities (and as many capacity states), `MAX_STATES`
+first capacity states and `MAX_FIT_MEMOS` demands' fit verdicts per entry are kept, so memory stays
+bounded whatever the caller does.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Hashable
 from enum import Enum
 from typing import Any
 
+from airflow_mcsched.decision.pool_stamps import StampBook
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import GlobalView
@@ -30,6 +32,9 @@ MAX_CLOCKS = 4
 MAX_PLANS = 4096
 MAX_CHANGED = 16384
 MAX_FIT_MEMOS = 4096
+MAX_STATES = 16
+
+Pods = tuple[NodeAllocation, ...]
 
 
 class Change(Enum):
@@ -51,14 +56,12 @@ class SharedPlans:
     frees a plan a running cycle still uses.
     """
 
-    __slots__ = ("plans", "ranking_starts", "setups", "templates")
+    __slots__ = ("plans", "ranking_starts", "setups")
 
     def __init__(self) -> None:
         self.plans: dict[Hashable, Any] = {}
         self.setups: dict[Hashable, Any] = {}
         self.ranking_starts: dict[Hashable, Any] = {}
-        self.templates: dict[Hashable, Any] = {}
-        """What cycles' own setups start from (pool_judgement.py); bounded on its own, by `MAX_PLANS`."""
 
 
 class PlanMemory:
@@ -68,12 +71,15 @@ class PlanMemory:
         "_changed",
         "_clocks",
         "_shared",
+        "_states",
+        "_states_after",
         "any_reserved",
         "data_sources",
         "derived",
         "fit_memo",
         "plugins",
         "staging",
+        "stamps",
         "weights",
     )
 
@@ -86,8 +92,13 @@ class PlanMemory:
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
+        self.stamps = StampBook()
+        """The running work's ends met so far (pool_stamps.py): verdicts with per-cycle values are
+        kept with the stamp of what they read."""
         self._changed: dict[tuple[int, tuple[NodeAllocation, ...], Change], tuple[PoolCapacity, PoolCapacity]] = {}
         self._clocks: dict[object, dict[str, Any]] = {}
+        self._states: dict[tuple, tuple[tuple[PoolCapacity, ...], object]] = {}
+        self._states_after: dict[tuple[object, int, int], tuple[PoolCapacity, object]] = {}
         self._shared: dict[Hashable, SharedPlans] = {}
 
     def changed(self, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], how: Change) -> PoolCapacity:
@@ -105,6 +116,36 @@ class PlanMemory:
         else:
             after = capacity.take(pods, anywhere=how is Change.TAKE_UNSEEN)
         self._changed[key] = (capacity, after)
+        return after
+
+    def first_capacity_state(
+        self, view: GlobalView, deferred: tuple[tuple[int, tuple[NodeAllocation, ...]], ...]
+    ) -> object:
+        """A token for a cycle's capacity objects at its start: the view's, and the pods taken where it
+        does not show them yet (`deferred`, by fleet position). Reads alike in both (a view read again
+        keeps the capacity objects of unchanged pools) get the same token."""
+        capacities = tuple(view.capacity_by_ordinal.values())
+        key = (tuple(map(id, capacities)), deferred)
+        known = self._states.get(key)
+        if known is not None:  # the capacity objects are held in the entry: their ids are their own
+            return known[1]
+        if len(self._states) >= MAX_STATES:
+            self._states.clear()
+        state = object()
+        self._states[key] = (capacities, state)
+        return state
+
+    def capacity_state_after(self, state: object, ordinal: int, capacity: PoolCapacity) -> object:
+        """The token for `state` with the pool at `ordinal` changed to `capacity`: a cycle that
+        changes what an earlier one changed, in the same order, reaches the same tokens."""
+        key = (state, ordinal, id(capacity))
+        known = self._states_after.get(key)
+        if known is not None and known[0] is capacity:
+            return known[1]
+        if len(self._states_after) >= MAX_CHANGED:
+            self._states_after.clear()
+        after = object()
+        self._states_after[key] = (capacity, after)
         return after
 
     def cluster_verdicts(self, clock: Hashable, judge: Callable[[], dict[str, Any]]) -> dict[str, Any]:

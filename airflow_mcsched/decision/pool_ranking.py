@@ -41,16 +41,19 @@ class RankingStart:
 
     Kept with the view's shared plans (`remember_start`). The ranking state it stands for is worked
     out on the first reuse, not when the start is kept (a first cycle on a fleet reuses few of its
-    starts), and then kept: each refined pool at its bound in any cycle for a cycle's own setup, at
-    its optimistic value (an exact total when one is known) for another. Neither reads the cycle,
-    so both hold in any later cycle on a pool whose capacity is still the object judged.
+    starts), and then kept: each refined pool at its bound in any cycle for a setup with per-cycle
+    scores, at its optimistic value (an exact total when one is known) for another. Neither reads
+    the cycle, so both hold in any later cycle on a pool whose capacity is still the object judged.
     """
 
-    __slots__ = ("_judged", "_state")
+    __slots__ = ("_judged", "_state", "capacity_state")
 
-    def __init__(self, judged: dict[int, tuple[bool, PoolCapacity]]) -> None:
+    def __init__(self, judged: dict[int, tuple[bool, PoolCapacity]], capacity_state: object) -> None:
         self._judged = judged
         self._state: _State | None = None
+        self.capacity_state = capacity_state
+        """The cycle's capacity objects when the pools were judged (`CycleState.capacity_state`): a
+        ranking that starts at the same has no pool whose capacity changed since."""
 
     def state(self, ctx: RequestContext, setup: Setup) -> _State:
         if self._state is None:
@@ -80,9 +83,7 @@ class PoolRanking:
 
     The pools it judged by the end of its first use are kept with the plan (`RankingStart`): a
     later cycle on the same view starts from them, and pools whose capacity object differs by then
-    are judged again on what they have now (`_refresh`). A cycle's own setup (one with a per-cycle score) puts its
-    refined pools back at bounds that hold in any cycle, so its template's later rankings, in this
-    cycle and later ones, start from them too.
+    are judged again on what they have now (`_refresh`).
     """
 
     __slots__ = ("_heap", "_judged_on", "_level", "_plan", "_static", "_synced", "_version", "leaves_start")
@@ -106,7 +107,7 @@ class PoolRanking:
         as `_refresh` puts them. When most do (a new capacity read), return False: starting
         afresh then costs less than putting each back, and the start is out of date."""
         heap, version, level, judged_on = start.state(ctx, setup)
-        stale = self._stale(overlay, judged_on)
+        stale = [] if start.capacity_state is ctx.cycle.capacity_state else self._stale(overlay, judged_on)
         if 2 * len(stale) > len(judged_on):
             return False
         self._heap, self._version, self._level = list(heap), dict(version), dict(level)
@@ -152,11 +153,12 @@ class PoolRanking:
                 level[ordinal] = _BOUNDED
                 heappush(heap, (entry[0] - bound, ordinal, v))
 
-    def start(self) -> RankingStart:
-        """Where a ranking of the same plan and demand in a later cycle (or, for a cycle's own setup,
-        another one of its template in this cycle) starts from: the pools judged so far."""
+    def start(self, capacity_state: object) -> RankingStart:
+        """Where a ranking of the same plan and demand in a later cycle starts from: the pools judged
+        so far, on the cycle's capacity objects that `capacity_state` stands for."""
         level = self._level
-        return RankingStart({o: (level.get(o) == _INFEASIBLE, c) for o, c in self._judged_on.items()})
+        judged = {o: (level.get(o) == _INFEASIBLE, c) for o, c in self._judged_on.items()}
+        return RankingStart(judged, capacity_state)
 
     def _sync(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay) -> None:
         """Refined pools whose capacity changed since the last use go back in (`_refresh`): those the
@@ -174,6 +176,7 @@ class PoolRanking:
         self._sync(ctx, setup, overlay)
         heap, level, version, judged_on = self._heap, self._level, self._version, self._judged_on
         static, memo, cycle = self._static, setup.memo, ctx.cycle
+        pool_stamps = cycle.pool_stamps
         # the request's own checks, when it has none: no live filter, and no backfill head yet
         own_checks = setup.by_cluster or setup.by_capacity or cycle.head is not None
         found: list[Feasible] = []
@@ -199,10 +202,14 @@ class PoolRanking:
                     heappush(heap, entry)
                     continue
             known = memo.get((ordinal, id(capacity)))  # `exact`'s memo, read here: most pops find it
-            if known is not None and known[0] is capacity and known[1] is not None:
-                (pods, values), dynamic_total = known[1], known[2]
-            else:
-                (pods, values), dynamic_total = exact(ctx, setup, cluster, pool, capacity)
+            if known is None or known[0] is not capacity or known[1] is None:
+                known = exact(ctx, setup, cluster, pool, capacity)
+            elif known[3] is not None:  # per-cycle values: `exact`'s check of their stamp, inline
+                stamps = pool_stamps.get(ordinal) or cycle.stamps(pool)
+                if known[3] is not stamps[0] and known[3] is not stamps[1]:
+                    known = exact(ctx, setup, cluster, pool, capacity)
+            pods, values = known[1]  # type: ignore[misc]  # exact's: a verdict
+            dynamic_total = known[2]
             if isinstance(pods, Rejection):
                 level[ordinal] = _INFEASIBLE  # out until its capacity changes
                 continue
@@ -216,7 +223,7 @@ class PoolRanking:
             put_back.append(entry)
             if not own_checks or live_rejection(ctx, setup, cluster, pool, capacity, pods) is None:
                 # a fit's verdict carries its values (only a rejection's is None)
-                found.append(Feasible(cluster, pool, static_values, capacity, pods, total, values))  # type: ignore[arg-type]
+                found.append(Feasible(cluster, pool, static_values, capacity, pods, total, values, known[3]))  # type: ignore[arg-type]
         for entry in put_back:
             heappush(heap, entry)
         return found
@@ -226,20 +233,18 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
     rankings = ctx.cycle.rankings
     ranking = rankings.get(setup.ranking_key)
     if ranking is None:
-        start = None if setup.start_key is None else _shared(ctx).ranking_starts.get(setup.start_key)
+        start = _shared(ctx).ranking_starts.get(setup.ranking_key)
         ranking = rankings[setup.ranking_key] = PoolRanking(ctx, setup, ctx.cycle.overlay, start)
     return ranking
 
 
 def remember_start(ctx: RequestContext, setup: Setup, ranking: PoolRanking) -> None:
-    """After a ranking's first use: later rankings of its plan and demand, in this cycle (a cycle's
-    own setups of one template) and in later ones on the view, start from where it is, when it had
-    no start or an out-of-date one."""
+    """After a ranking's first use: later rankings of its plan and demand, in later cycles on the
+    view, start from where it is, when it had no start or an out-of-date one."""
     if not ranking.leaves_start:
         return
     ranking.leaves_start = False
-    if setup.start_key is not None:  # None: a per-cycle bound may read the cycle, so rank afresh
-        _shared(ctx).ranking_starts[setup.start_key] = ranking.start()
+    _shared(ctx).ranking_starts[setup.ranking_key] = ranking.start(ctx.cycle.capacity_state)
 
 
 def _shared(ctx: RequestContext) -> SharedPlans:

@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from airflow_mcsched.decision.pool_stamps import StampBook, WorkStamp
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.snapshot import PoolKey
 
@@ -23,16 +24,25 @@ class RunningWork:
         "_lowest",
         "_pool_versions",
         "_spread",
+        "_stamp_book",
+        "_stamps",
         "_stopping_for",
         "by_id",
         "version",
     )
 
-    def __init__(self, reservations: Iterable[Reservation], domain_of: Callable[[str], str | None]) -> None:
+    def __init__(
+        self,
+        reservations: Iterable[Reservation],
+        domain_of: Callable[[str], str | None],
+        stamp_book: StampBook | None = None,
+    ) -> None:
         self.by_id: dict[str, Reservation] = {r.id: r for r in reservations}
         self._domain_of = domain_of
         self._by_pool: dict[PoolKey, dict[str, Reservation]] | None = None
         self._latest_ends: dict[PoolKey, dict[str, datetime]] = {}
+        self._stamp_book = stamp_book or StampBook()
+        self._stamps: dict[PoolKey, WorkStamp] = {}
         self._interruptible: dict[PoolKey | None, Counter[int]] | None = None
         self._lowest: dict[PoolKey | None, float] = {}  # min of each of those counts, when asked
         self._stopping_for: Counter[str] | None = None
@@ -72,6 +82,12 @@ class RunningWork:
                 _later(ends, r)
             else:  # the latest end may have been this one's: made again when next asked
                 del self._latest_ends[r.key]
+        stamp = self._stamps.get(r.key)
+        if stamp is not None:
+            if step > 0:
+                self._stamps[r.key] = stamp.after(r.pods, r.expected_end)
+            else:  # as the ends: found again from them when next asked
+                del self._stamps[r.key]
         if self._interruptible is not None and r.interruptible and r.preempted_by is None:
             for key in (None, r.key):
                 counts = self._interruptible[key]
@@ -107,6 +123,14 @@ class RunningWork:
             for r in self.in_pool(key):
                 _later(ends, r)
         return ends
+
+    def ends_stamp(self, key: PoolKey) -> WorkStamp:
+        """The stamp of `latest_ends(key)` (pool_stamps.py): found from the ends when first asked,
+        then followed from grant to grant."""
+        stamp = self._stamps.get(key)
+        if stamp is None:
+            stamp = self._stamps[key] = self._stamp_book.of(self.latest_ends(key))
+        return stamp
 
     def lowest_interruptible_priority(self, key: PoolKey | None) -> float:
         """Lowest priority of running interruptible work not already being stopped, in one pool or

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import ScoredCandidate, ScorePart
-from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Feasible, Setup, cycle_free
+from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Feasible, Setup
 from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.pool_capacity import PoolCapacity
@@ -83,43 +83,39 @@ def _static_parts(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: 
 
 
 def remembered_candidate(ctx: RequestContext, setup: Setup, f: Feasible, with_figures: bool) -> ScoredCandidate:
-    """`scored_candidate`, made once for every request sharing the setup (or, for a cycle's own
-    setup, its template) while the pool's capacity object and the dynamic values are the same, in
-    this cycle and later ones on the view.
+    """`scored_candidate`, made once for every request sharing the setup while the pool's capacity
+    object and the dynamic values are the same, in this cycle and later ones on the view.
 
     Scores and their figures depend on the request's signature, the pool and its capacity only,
     but for per-cycle scores (which also read the clock and the running work): their values are
-    compared, and for the chosen pool their figures too. A later cycle's values are most often the
-    same (a pod that ends before its node frees, or goes to an empty node, does not read the clock),
-    and then so is the candidate, its summary included (admission.py)."""
+    compared, and for the chosen pool their figures too, unless the verdict's stamp is the one they
+    were made under (then they read the same: pool_stamps.py). A later cycle's values are most
+    often the same (a pod that ends before its node frees, or goes to an empty node, does not read
+    the clock), and then so is the candidate, its summary included (admission.py)."""
     key = (f.pool.ordinal, id(f.capacity), with_figures)
-    known = setup.scored.get(key)
-    per_cycle = with_figures and bool(setup.per_cycle_at)  # the chosen pool's figures may read the cycle
-    free = figures = None
+    scored = setup.scored
+    known = scored.get(key)
+    per_cycle = with_figures and f.stamp is not None  # the chosen pool's figures may read the cycle
+    figures = None
     if (
         known is not None
         and known[0] is f.capacity  # held in the entry: its id is its own
         and known[1] == f.dynamic_values
         and (known[2].pods is f.pods or known[2].pods == f.pods)
     ):
-        if not per_cycle:
-            return known[2]
-        free = cycle_free(ctx, setup, f.cluster, f.pool, f.capacity, f.pods)
-        if free and known[4]:  # cycle-free then and now: the same figures
+        if not per_cycle or known[3] is f.stamp:
             return known[2]
         figures = _per_cycle_figures(ctx, setup, f)
-        if figures == known[3]:
+        if figures == known[4]:
+            scored[key] = (*known[:3], f.stamp, figures)
             return known[2]
-    scored = scored_candidate(ctx, setup, f, with_figures)
-    if per_cycle:
-        if figures is None:
-            figures = _per_cycle_figures(ctx, setup, f)
-        if free is None:
-            free = cycle_free(ctx, setup, f.cluster, f.pool, f.capacity, f.pods)
-    if len(setup.scored) >= MAX_REMEMBERED:
-        setup.scored.clear()
-    setup.scored[key] = (f.capacity, f.dynamic_values, scored, figures, free)
-    return scored
+    candidate = scored_candidate(ctx, setup, f, with_figures)
+    if per_cycle and figures is None:
+        figures = _per_cycle_figures(ctx, setup, f)
+    if len(scored) >= MAX_REMEMBERED:
+        scored.clear()
+    scored[key] = (f.capacity, f.dynamic_values, candidate, f.stamp, figures)
+    return candidate
 
 
 def _per_cycle_figures(ctx: RequestContext, setup: Setup, f: Feasible) -> tuple:

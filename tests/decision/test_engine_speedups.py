@@ -247,9 +247,9 @@ class _Hourly(Score):
 
 
 def test_per_cycle_scores_anywhere_in_the_order_decide_as_with_nothing_remembered():
-    """Cycles' own setups share verdicts with every setup alike in demand, weights and per-cycle
-    signatures; across teams, shapes and hours the decisions are those of an engine that remembers
-    nothing."""
+    """Verdicts with per-cycle values are shared by every setup alike in demand and weights, across
+    cycles, each with the stamp of what it read; across teams, shapes and hours the decisions are
+    those of an engine that remembers nothing."""
     plugins = Plugins(scores=(_Hourly(), *DEFAULT_SCORES))
     profiles = [cluster(f"c{i}", pool("big", nodes=2), pool("small", "L4", gpus_per_node=4, nodes=2)) for i in range(3)]
     policy = Policy(overrides=[{"team": "b", "weights": {"fragmentation": 2.0, "load": 1.0}}])
@@ -301,11 +301,11 @@ def test_requests_alike_but_in_duration_do_not_share_whole_nodes_values():
 @pytest.mark.parametrize("changing", [0.0, 0.3, 0.8], ids=["same reads", "some pools change", "most change"])
 @pytest.mark.parametrize("seed", range(12))
 def test_rankings_that_start_from_an_earlier_cycle_decide_as_with_nothing_remembered(seed, changing):
-    """A cycle's own ranking starts from where an earlier ranking of its template left the pools,
-    each refined pool back at a bound no cycle changes. Requests of one demand but different kinds
-    share the cycle's verdicts, so a ranking may start with pools known at this hour's exact totals;
-    an hour later the per-cycle score moves them, and the decisions are still those of an engine
-    that remembers nothing. Random fleets, queues and numbers of runners-up; each hour a share of
+    """A ranking of a setup with a per-cycle score starts from where an earlier cycle's ranking left
+    the pools, each refined pool back at a bound no cycle changes. Requests of one demand but
+    different kinds share verdicts, so a ranking may meet pools known at an earlier hour's exact
+    totals; an hour later the per-cycle score moves them, and the decisions are still those of an
+    engine that remembers nothing. Random fleets, queues and numbers of runners-up; each hour a share of
     the pools (`changing`) reads other free GPUs, so starts are partly out of date (those pools go
     back at their most optimistic value) or mostly (the ranking starts afresh and replaces it)."""
     rng = random.Random(seed)
@@ -422,8 +422,8 @@ def test_the_fewest_victims_on_a_node_are_found_as_by_checking_each_prefix(seed)
 
 def test_what_a_per_cycle_score_gave_free_of_the_cycle_is_kept_only_while_it_still_is():
     """`whole_nodes` on a node with none of our work of known end reads neither the clock nor the
-    running work, so a later cycle takes that verdict and candidate as they were (`free_memo`,
-    `remembered_candidate`); once our work with a known end shows on the node, on the same view and
+    running work, so a later cycle takes that verdict and candidate as they were (stamped with the
+    pool's work alone: pool_stamps.py, `remembered_candidate`); once our work with a known end shows on the node, on the same view and
     capacity, it is judged again, and every cycle decides as an engine that remembers nothing."""
     profile = cluster("a", pool("p", gpus_per_node=4, nodes=2))
     view = view_of((profile, observe(profile, free={"p": [4, 2]}, seen=["rsv-ours"])))

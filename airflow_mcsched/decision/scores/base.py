@@ -10,11 +10,12 @@
   signature for as long as views of the same layout are decided (with `capacity=None, pods=()`).
   Dollar scores must not be dynamic. No score reads the clock or the cycle's grants: values are
   remembered per capacity object across cycles (see plan_cache.py). The exception says so: a
-  `per_cycle` score (one that reads running work or the clock) puts something of its cycle in its
-  `signature`; its values and the rankings that use them are then worked out in each cycle, while
-  node choice and the other scores' values are still remembered. Its `upper_bound` must not read
-  the cycle either (the default, 1, does not). Where its value for some nodes reads nothing of the
-  cycle after all, `cycle_free` says so, and the whole verdict is remembered there as for others.
+  `per_cycle` score may read the clock and the latest expected end of our work on each node of
+  the pool (`RunningWork.latest_ends`), and nothing else of its cycle. Its values are remembered
+  with a stamp of what it read (pool_stamps.py) and measured again where that differs, while node
+  choice and the other scores' values are kept. Its `upper_bound` must not read the cycle (the
+  default, 1, does not). Where its value and figures for some nodes read neither the clock nor
+  the ends after all, `cycle_free` says so, and they then hold at any clock reading.
 
 `signature` says which part of the request a score depends on (values are shared between
 requests alike in it); `upper_bound` lets the engine skip pools that cannot win without choosing

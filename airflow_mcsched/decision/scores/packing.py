@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
 from airflow_mcsched.decision.scores.base import Score
@@ -98,6 +97,9 @@ class LoadScore(Score):
         return (("free_fraction_after", round(free_fraction, 4)), ("pods_pending", cluster.pods_pending))
 
 
+_LARGEST = ("whole_nodes", "GPUs of the fleet's largest node")
+
+
 class WholeNodeScore(Score):
     """Keep nodes coming free whole, for gangs that need all of one: put a pod where it delays the
     moment its node is empty again the least, weighed by how much of a large node it strands.
@@ -116,29 +118,17 @@ class WholeNodeScore(Score):
     dynamic = True
     per_cycle = True
 
-    def __init__(self) -> None:
-        # (weak ref to the cycle, token, GPUs of the fleet's largest node); replaced, never changed
-        # in place, so concurrent cycles each read their own. The token stands for the cycle in the
-        # signature (values are not remembered beyond it); the cycle itself is not kept alive (nor
-        # its view). The ends of running work are the cycle's (`RunningWork.latest_ends`).
-        self._known: tuple[Callable[[], object], object, int] = (lambda: None, None, 1)
-
     def signature(self, ctx):
-        return (ctx.demand, ctx.duration, self._for_cycle(ctx)[1])
-
-    def _for_cycle(self, ctx) -> tuple[Callable[[], object], object, int]:
-        known = self._known
-        if known[0]() is not ctx.cycle:
-            largest = max((p.gpus_per_node for p in ctx.cycle.view.pools), default=0)
-            known = self._known = (weakref.ref(ctx.cycle), object(), max(1, largest))
-        return known
+        return (ctx.demand, ctx.duration)
 
     def _cost(self, ctx, pool, capacity, pods) -> float:
         # (the engine's hottest score: measured for every pool fitted and explained for every
         # admission, so attribute lookups are hoisted and a single pod skips the per-node tally)
         cycle = ctx.cycle
-        known = self._known
-        largest = (known if known[0]() is cycle else self._for_cycle(ctx))[2]
+        derived = cycle.memory.derived  # the view's layout: the same for every cycle on it
+        largest = derived.get(_LARGEST)
+        if largest is None:
+            largest = derived[_LARGEST] = max(1, max((p.gpus_per_node for p in cycle.view.pools), default=0))
         d = ctx.demand
         per_pod = d.gpus if d.gpus else d.gpu_milli / MILLI_PER_GPU
         if len(pods) == 1:
