@@ -187,12 +187,14 @@ class _PoolReplay:
 
     A one-pod request that fits no node of the pool can only come to fit on a node whose work
     ended: until then only the nodes that ends touch are followed (an end costs one node, not a
-    copy of the pool). Gangs, and pools where the request fitted once (an earlier head refused
-    it), are checked in full at every end. What ends at one instant is given back node by node at
-    once, when the pool is next looked at (work granted together often ends together).
+    copy of the pool). A gang of whole GPUs can only fit once its nodes hold as many pods by their
+    free whole GPUs alone, a sum kept as ends touch nodes. Other gangs, and pools where the request
+    fitted once (an earlier head refused it), are checked in full at every end. What ends at one
+    instant is given back node by node at once, when the pool is next looked at (work granted
+    together often ends together).
     """
 
-    __slots__ = ("_base", "_demand", "_ended", "_nodes", "_touched", "fitted")
+    __slots__ = ("_base", "_demand", "_ended", "_nodes", "_slots", "_touched", "fitted")
 
     def __init__(self, capacity: PoolCapacity, demand: Demand) -> None:
         self._base = capacity
@@ -200,6 +202,9 @@ class _PoolReplay:
         self._nodes: dict[int, NodeCapacity] = {}  # nodes that ends touched, not yet in `_base`
         self._ended: dict[int, list[NodeAllocation]] = {}  # pods ended on a node, not yet given back
         self._touched: set[int] = set()  # nodes touched since `may_fit` last looked
+        gang_of_gpus = demand.pods > 1 and demand.gpus > 0
+        self._slots = _gpu_slots(capacity.nodes, demand.gpus) if gang_of_gpus else None
+        """For a gang of whole GPUs: pods its nodes hold by free whole GPUs (CPU and memory only lower it)."""
         self.fitted = demand.pods > 1 or choose_nodes(capacity, demand) is not None
 
     def capacity(self) -> PoolCapacity:
@@ -211,6 +216,8 @@ class _PoolReplay:
 
     def take(self, pods: Iterable[NodeAllocation]) -> None:
         self._base = self.capacity().take(pods)
+        if self._slots is not None:
+            self._slots = _gpu_slots(self._base.nodes, self._demand.gpus)
 
     def give_back(self, pods: Iterable[NodeAllocation]) -> None:
         self._base.group_by_node(pods, self._ended)
@@ -218,16 +225,28 @@ class _PoolReplay:
 
     def _give_back_ended(self) -> None:
         if self._ended:
-            nodes, base = self._nodes, self._base.nodes
+            nodes, base, gpus = self._nodes, self._base.nodes, self._demand.gpus
             for i, pods in self._ended.items():
-                nodes[i] = (nodes.get(i) or base[i]).give_back_all(pods)
+                before = nodes.get(i) or base[i]
+                after = nodes[i] = before.give_back_all(pods)
+                if self._slots is not None:
+                    self._slots += after.whole_gpus_free // gpus - before.whole_gpus_free // gpus
             self._ended = {}
 
     def may_fit(self) -> bool:
-        """Could the request fit now? Always for a pool checked in full, else only on a touched node."""
+        """Could the request fit now? For a gang of whole GPUs, only once its nodes hold enough pods by
+        their GPUs; always for another pool checked in full; else only on a touched node."""
         touched, self._touched = self._touched, set()
+        if self._slots is not None:
+            self._give_back_ended()
+            return self._slots >= self._demand.pods
         if self.fitted:
             return True
         self._give_back_ended()
         d, nodes, base = self._demand, self._nodes, self._base.nodes  # a node not in `_nodes` is up to date
         return any((nodes.get(i) or base[i]).fits(d.gpus, d.gpu_milli, d.cpu_milli, d.memory_mib) for i in touched)
+
+
+def _gpu_slots(nodes: Iterable[NodeCapacity], gpus: int) -> int:
+    """Pods of `gpus` whole GPUs each that the nodes hold by their free whole GPUs alone."""
+    return sum([n.whole_gpus_free // gpus for n in nodes])

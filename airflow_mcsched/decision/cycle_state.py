@@ -89,7 +89,7 @@ class CycleState:
         the token that one was left at (pool_ranking.py)."""
 
     def _pool(self, key: PoolKey) -> PoolView | None:
-        return self.view.pool(*key) if self.view.has_pool(key) else None
+        return self.view.pools_by_key.get(key)
 
     @property
     def quota(self) -> QuotaLedger:

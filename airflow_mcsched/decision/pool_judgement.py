@@ -33,9 +33,10 @@ MAX_REMEMBERED = 16384
 Verdict = tuple[tuple[NodeAllocation, ...] | Rejection, tuple[float, ...] | None]
 """(pods on chosen nodes, dynamic score values) or (rejection, None)."""
 
-Entry = tuple[PoolCapacity, Verdict | None, float, "WorkStamp | ClockStamp | None"]
+Entry = tuple[PoolCapacity, Verdict | None, float, "WorkStamp | ClockStamp | None", float | None]
 """A memo entry: (the capacity object judged, the verdict or None for a bound only, the weighted sum
-of the dynamic values or their bound, and for a fit with per-cycle values the stamp it holds for)."""
+of the dynamic values or their bound, and for a fit with per-cycle values the stamp it holds for and
+its bound in any cycle once known, else None and None)."""
 
 
 @dataclass(slots=True)
@@ -120,21 +121,26 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
     )
 
 
-def _judged(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Entry:
+def _judged(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity, bound: float | None
+) -> Entry:
     """The memo entry of a pool not judged on this capacity before: the first fit filter's
-    rejection, or the node chooser's answer, the dynamic score values and their weighted sum."""
+    rejection, or the node chooser's answer, the dynamic score values and their weighted sum
+    (with per-cycle values, their stamp and the `bound` worked out before, if any)."""
     for f in setup.fit_filters:
         message = f.check(ctx, cluster, pool, capacity)
         if message is not None:
-            return (capacity, (Rejection(cluster.name, pool.name, f.reason, message), None), 0.0, None)
+            return (capacity, (Rejection(cluster.name, pool.name, f.reason, message), None), 0.0, None, None)
     pods = choose_nodes(capacity, ctx.demand)
     if pods is None:
         reason, message = why_no_node(capacity, ctx.demand)
-        return (capacity, (Rejection(cluster.name, pool.name, reason, message), None), 0.0, None)
+        return (capacity, (Rejection(cluster.name, pool.name, reason, message), None), 0.0, None, None)
     dynamic = setup.plan.dynamic_scores
     values = tuple([s.measure(ctx, cluster, pool, capacity, pods) for s, _ in dynamic])
-    stamp = _stamp(ctx, setup, cluster, pool, capacity, pods, ctx.cycle.stamps(pool)) if setup.per_cycle_at else None
-    return (capacity, (pods, values), weighted(values, dynamic), stamp)
+    if not setup.per_cycle_at:
+        return (capacity, (pods, values), weighted(values, dynamic), None, None)
+    stamp = _stamp(ctx, setup, cluster, pool, capacity, pods, ctx.cycle.stamps(pool))
+    return (capacity, (pods, values), weighted(values, dynamic), stamp, bound)
 
 
 def _stamp(
@@ -164,14 +170,14 @@ def _restamped(
     stamp = _stamp(ctx, setup, cluster, pool, capacity, pods, stamps)
     entry: Entry
     if stamp is stamps[0] and type(known[3]) is WorkStamp:  # free of the cycle then and now
-        entry = (capacity, verdict, known[2], stamp)
+        entry = (capacity, verdict, known[2], stamp, known[4])
     else:
         dynamic = setup.plan.dynamic_scores
         now = list(values)
         for i in setup.per_cycle_at:
             now[i] = dynamic[i][0].measure(ctx, cluster, pool, capacity, pods)
         values = tuple(now)
-        entry = (capacity, (pods, values), weighted(values, dynamic), stamp)
+        entry = (capacity, (pods, values), weighted(values, dynamic), stamp, known[4])
     _remember(setup.memo, (pool.ordinal, id(capacity)), entry)
     return entry
 
@@ -187,15 +193,19 @@ def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolVie
     values or None), their weighted sum (0 for a rejection), stamp or None)."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
-    if known is not None and known[0] is capacity and known[1] is not None:
-        stamp = known[3]
-        if stamp is None:
-            return known
-        stamps = ctx.cycle.stamps(pool)
-        if stamp is stamps[0] or stamp is stamps[1]:
-            return known
-        return _restamped(ctx, setup, cluster, pool, capacity, known)
-    entry = _judged(ctx, setup, cluster, pool, capacity)
+    bound = None
+    if known is not None and known[0] is capacity:
+        if known[1] is None:  # a bound only
+            bound = known[2]
+        else:
+            stamp = known[3]
+            if stamp is None:
+                return known
+            stamps = ctx.cycle.stamps(pool)
+            if stamp is stamps[0] or stamp is stamps[1]:
+                return known
+            return _restamped(ctx, setup, cluster, pool, capacity, known)
+    entry = _judged(ctx, setup, cluster, pool, capacity, bound)
     _remember(setup.memo, key, entry)
     return entry
 
@@ -249,7 +259,11 @@ def bound_in_any_cycle(
         return known[2]
     if known[1][1] is None:
         return -1.0
-    return _bound(ctx, setup, cluster, pool, capacity, remember=False)  # not in place of the exact
+    bound = known[4]
+    if bound is None:  # kept with the exact entry, not in its place
+        bound = _bound(ctx, setup, cluster, pool, capacity, remember=False)
+        _remember(setup.memo, (pool.ordinal, id(capacity)), (*known[:4], bound))
+    return bound
 
 
 def _bound(
@@ -259,7 +273,7 @@ def _bound(
     dynamic = setup.plan.dynamic_scores
     bound = weighted([s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic], dynamic)
     if remember:
-        _remember(setup.memo, (pool.ordinal, id(capacity)), (capacity, None, bound, None))
+        _remember(setup.memo, (pool.ordinal, id(capacity)), (capacity, None, bound, None, None))
     return bound
 
 

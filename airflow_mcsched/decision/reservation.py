@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey
+
+_gpu_equivalent = attrgetter("gpu_equivalent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +45,8 @@ class Reservation:
     """(cluster, pool), made once: every cycle indexes all running work by it."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "gpu_equivalent", sum(a.gpu_equivalent for a in self.pods))
+        # no generator: one reservation per admission
+        object.__setattr__(self, "gpu_equivalent", sum(map(_gpu_equivalent, self.pods)))
         object.__setattr__(self, "key", (self.cluster, self.pool))
 
     @property

@@ -47,7 +47,7 @@ class RunningWork:
         self._lowest: dict[PoolKey | None, float] = {}  # min of each of those counts, when asked
         self._stopping_for: Counter[str] | None = None
         self._spread: dict[str, Counter[str]] | None = None
-        self._pool_versions: Counter[PoolKey] = Counter()
+        self._pool_versions: dict[PoolKey, int] = {}
         self.version = 0
         """Grows whenever work is added or removed anywhere during the cycle."""
 
@@ -70,7 +70,8 @@ class RunningWork:
 
     def _index(self, r: Reservation, step: int) -> None:
         self.version += 1
-        self._pool_versions[r.key] += 1
+        versions = self._pool_versions
+        versions[r.key] = versions.get(r.key, 0) + 1  # not a Counter: a missing key is a Python-level call
         if self._by_pool is not None:
             if step > 0:
                 self._by_pool[r.key][r.id] = r
@@ -105,7 +106,7 @@ class RunningWork:
     # -- reading -----------------------------------------------------------------------------
     def pool_version(self, key: PoolKey) -> int:
         """Grows whenever work is added to or removed from the pool during the cycle."""
-        return self._pool_versions.get(key, 0)  # not [key]: a Counter's missing key is a Python-level call
+        return self._pool_versions.get(key, 0)
 
     def in_pool(self, key: PoolKey) -> Iterable[Reservation]:
         if self._by_pool is None:
