@@ -34,8 +34,6 @@ MAX_CHANGED = 16384
 MAX_FIT_MEMOS = 4096
 MAX_STATES = 16
 
-Pods = tuple[NodeAllocation, ...]
-
 
 class Change(Enum):
     """How a cycle changes a pool's capacity (`PlanMemory.changed`)."""

@@ -189,8 +189,8 @@ def _remember(memo: dict[tuple[int, int], Entry], key: tuple[int, int], entry: E
 
 
 def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Entry:
-    """The pool's verdict in this cycle: its memo entry, (capacity, (pods or rejection, dynamic
-    values or None), their weighted sum (0 for a rejection), stamp or None)."""
+    """The pool's verdict in this cycle: its memo entry (`Entry`), made now unless one made on this
+    capacity holds."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
     bound = None
@@ -199,15 +199,18 @@ def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolVie
             bound = known[2]
         else:
             stamp = known[3]
-            if stamp is None:
-                return known
-            stamps = ctx.cycle.stamps(pool)
-            if stamp is stamps[0] or stamp is stamps[1]:
+            if stamp is None or holds(ctx, pool, stamp):
                 return known
             return _restamped(ctx, setup, cluster, pool, capacity, known)
     entry = _judged(ctx, setup, cluster, pool, capacity, bound)
     _remember(setup.memo, key, entry)
     return entry
+
+
+def holds(ctx: RequestContext, pool: PoolView, stamp: WorkStamp | ClockStamp) -> bool:
+    """Per-cycle values stamped `stamp` hold in this cycle: it is one of the pool's stamps now."""
+    stamps = ctx.cycle.stamps(pool)
+    return stamp is stamps[0] or stamp is stamps[1]
 
 
 def cycle_free(
@@ -239,10 +242,8 @@ def optimistic(
         if verdict[1] is None:
             return -1.0
         stamp = known[3]
-        if stamp is not None:
-            stamps = ctx.cycle.stamps(pool)
-            if stamp is not stamps[0] and stamp is not stamps[1]:  # another cycle's: one measure makes it this one's
-                return _restamped(ctx, setup, cluster, pool, capacity, known)[2]
+        if stamp is not None and not holds(ctx, pool, stamp):  # another cycle's: one measure makes it this one's
+            return _restamped(ctx, setup, cluster, pool, capacity, known)[2]
         return known[2]
     return _bound(ctx, setup, cluster, pool, capacity, remember=True)
 

@@ -204,7 +204,7 @@ class PoolRanking:
             known = memo.get((ordinal, id(capacity)))  # `exact`'s memo, read here: most pops find it
             if known is None or known[0] is not capacity or known[1] is None:
                 known = exact(ctx, setup, cluster, pool, capacity)
-            elif known[3] is not None:  # per-cycle values: `exact`'s check of their stamp, inline
+            elif known[3] is not None:  # per-cycle values: `holds`, inline (the cycle's stamps of the pool)
                 stamps = pool_stamps.get(ordinal) or cycle.stamps(pool)
                 if known[3] is not stamps[0] and known[3] is not stamps[1]:
                     known = exact(ctx, setup, cluster, pool, capacity)
