@@ -103,7 +103,7 @@ class _Below:
         return self._by_node
 
     def most_whole_gpus(self, capacity: PoolCapacity) -> int:
-        """Whole GPUs free on the best node of the pool once every victim has stopped."""
+        """At most how many whole GPUs the best node of the pool has free once every victim has stopped."""
         known = self._most_whole
         if known is not None and known[0] is capacity:
             return known[1]
@@ -113,19 +113,39 @@ class _Below:
 
 
 def _most_whole_gpus(capacity: PoolCapacity, stopped: Iterable[Reservation], pool: PoolKey) -> int:
-    """Whole GPUs free on the best node of the pool (`pool` its key) once the `stopped` work's pods
-    in it are gone."""
+    """At most how many whole GPUs the best node of the pool (`pool` its key) has free once the
+    `stopped` work's pods in it are gone (`_whole_gpus_gained`)."""
+    best = capacity.largest_whole_free_on_node
+    for name, gpus in _whole_gpus_gained(stopped, pool).items():
+        node = capacity.node(name)
+        if node is not None:
+            best = max(best, min(len(node.gpu_milli_free), node.whole_gpus_free + gpus))
+    return best
+
+
+def _whole_gpus_gained(stopped: Iterable[Reservation], pool: PoolKey) -> dict[str, int]:
+    """By node of the pool (`pool` its key), at most how many whole GPUs the `stopped` work's pods
+    there leave free: their whole GPUs, and for a share the GPU it may leave whole."""
     gained: dict[str, int] = {}
     for r in stopped:
         if r.key == pool:
             for a in r.pods:
-                gained[a.node] = gained.get(a.node, 0) + a.gpus
-    best = capacity.largest_whole_free_on_node
-    for name, gpus in gained.items():
-        node = capacity.node(name)
-        if node is not None:
-            best = max(best, node.whole_gpus_free + gpus)
-    return best
+                gained[a.node] = gained.get(a.node, 0) + a.gpus + (1 if a.gpu_milli else 0)
+    return gained
+
+
+def _gpu_slots_once_stopped(capacity: PoolCapacity, stopped: Iterable[Reservation], pool: PoolKey, gpus: int) -> int:
+    """At most how many pods of `gpus` whole GPUs each the pool (`pool` its key) holds once the
+    `stopped` work's pods in it are gone: by each node's free whole GPUs and those its stopped pods
+    hold, a share counted as the GPU it may leave whole (CPU and memory only lower it)."""
+    gained = _whole_gpus_gained(stopped, pool)
+    slots = 0
+    for node in capacity.nodes:
+        whole = node.whole_gpus_free
+        if node.name in gained:
+            whole = min(len(node.gpu_milli_free), whole + gained[node.name])
+        slots += whole // gpus
+    return slots
 
 
 def _size_order(v: VictimChoice) -> tuple:
@@ -226,11 +246,15 @@ class _PoolSearch:
         return pods
 
     def _might_fit_without_all(self) -> bool:
-        """Cheap necessary test before building capacity: can the freed GPUs make one node big enough?"""
+        """Cheap necessary test before building capacity: can the freed GPUs make one node big enough
+        (for a gang: hold every pod)?"""
         demand = self.ctx.demand
-        if self.quota_short or demand.pods > 1 or not demand.gpus:
+        if self.quota_short or not demand.gpus:
             return True
         capacity = self.ctx.cycle.overlay.capacity(self.pool)
+        if demand.pods > 1:
+            stopped = (*self.stopping, *(v.reservation for v in self.eligible))
+            return _gpu_slots_once_stopped(capacity, stopped, self.pool.key, demand.gpus) >= demand.pods
         if self.below is not None and not self.stopping:  # the same for every search at the priority
             return self.below.most_whole_gpus(capacity) >= demand.gpus
         stopped = (*self.stopping, *(v.reservation for v in self.eligible))
@@ -299,20 +323,29 @@ class _PoolSearch:
 
 
 def _frees_enough(node: NodeCapacity, victims: Sequence[VictimChoice], demand: Demand) -> bool:
-    """Would the pod fit on `node` once these victims' pods there are gone (sums; shares exactly)."""
+    """Would the pod fit on `node` once these victims' pods there are gone (sums; where a share is
+    asked or stopped, the node given them back)."""
     gpus = cpu = mem = 0
+    shared = False
     pods = [a for v in victims for a in v.reservation.pods if a.node == node.name]
     for a in pods:
         gpus += a.gpus
         cpu += a.cpu_milli
         mem += a.memory_mib
+        shared = shared or bool(a.gpu_milli)
     if node.cpu_milli_free + cpu < demand.cpu_milli or node.memory_mib_free + mem < demand.memory_mib:
         return False
-    if not demand.gpu_milli:
-        return node.whole_gpus_free + gpus >= demand.gpus
-    for a in pods:
-        node = node.give_back(a)
-    return node.largest_share_free >= demand.gpu_milli
+    if demand.gpu_milli or shared:
+        return _gpus_fit(node.give_back_all(pods), demand)
+    return node.whole_gpus_free + gpus >= demand.gpus
+
+
+def _gpus_fit(node: NodeCapacity, demand: Demand) -> bool:
+    """The pod's GPUs fit on `node`: the share it asks, or its whole GPUs (a GPU is whole once every
+    share on it is gone)."""
+    if demand.gpu_milli:
+        return node.largest_share_free >= demand.gpu_milli
+    return node.whole_gpus_free >= demand.gpus
 
 
 def _fewest_then_cheapest(
@@ -333,22 +366,23 @@ def _fewest_then_cheapest(
 
 def _fewest_largest_first(node: NodeCapacity, by_size: list[VictimChoice], demand: Demand) -> int | None:
     """The smallest k for which `_frees_enough(node, by_size[:k], demand)`, or None: the sums (and,
-    for a share, the node given back its pods) carried from one k to the next."""
+    once a share is asked or stopped, the pods to give back) carried from one k to the next."""
     gpus = cpu = mem = 0
     name = node.name
-    shares = node  # for a share: the node given back the pods so far, as `_frees_enough` does
+    given: list[NodeAllocation] = []  # the pods so far, for `_frees_enough`'s node given them back
+    shared = bool(demand.gpu_milli)
     for k, v in enumerate(by_size, start=1):
         for a in v.reservation.pods:
             if a.node == name:
                 gpus += a.gpus
                 cpu += a.cpu_milli
                 mem += a.memory_mib
-                if demand.gpu_milli:
-                    shares = shares.give_back(a)
+                given.append(a)
+                shared = shared or bool(a.gpu_milli)
         if node.cpu_milli_free + cpu < demand.cpu_milli or node.memory_mib_free + mem < demand.memory_mib:
             continue
-        if demand.gpu_milli:
-            if shares.largest_share_free >= demand.gpu_milli:
+        if shared:
+            if _gpus_fit(node.give_back_all(given), demand):
                 return k
         elif node.whole_gpus_free + gpus >= demand.gpus:
             return k

@@ -423,8 +423,9 @@ def test_the_fewest_victims_on_a_node_are_found_as_by_checking_each_prefix(seed)
 def test_what_a_per_cycle_score_gave_free_of_the_cycle_is_kept_only_while_it_still_is():
     """`whole_nodes` on a node with none of our work of known end reads neither the clock nor the
     running work, so a later cycle takes that verdict and candidate as they were (stamped with the
-    pool's work alone: pool_stamps.py, `remembered_candidate`); once our work with a known end shows on the node, on the same view and
-    capacity, it is judged again, and every cycle decides as an engine that remembers nothing."""
+    pool's work alone: pool_stamps.py, `remembered_candidate`); once our work with a known end shows
+    on the node, on the same view and capacity, it is judged again, and every cycle decides as an
+    engine that remembers nothing."""
     profile = cluster("a", pool("p", gpus_per_node=4, nodes=2))
     view = view_of((profile, observe(profile, free={"p": [4, 2]}, seen=["rsv-ours"])))
     ask = [request("r", gpus=1, expected_duration=timedelta(hours=5))]

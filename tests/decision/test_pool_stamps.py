@@ -43,7 +43,9 @@ def test_a_stamp_followed_from_grant_to_grant_stands_for_the_ends_it_reaches(see
     order: both reach the same stamps at every step (the second cycle reuses what the first
     learned); and wherever two steps have the same stamp their ends are equal."""
     rng = random.Random(seed)
-    start = [reservation(f"s{i}", "c", "gpu", f"n{rng.randrange(4)}", ends_in=rng.randint(1, 4) * HOUR) for i in range(3)]
+    start = [
+        reservation(f"s{i}", "c", "gpu", f"n{rng.randrange(4)}", ends_in=rng.randint(1, 4) * HOUR) for i in range(3)
+    ]
     held = list(start)
     steps = []
     for i in range(12):

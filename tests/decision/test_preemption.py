@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
+
+import pytest
 
 from airflow_mcsched.decision import Outcome, Policy, Reason, decide
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
@@ -162,3 +165,73 @@ def test_a_request_alike_in_shape_but_bound_to_other_pools_searches_them():
     d = result.decision("on-h100")
     assert d.outcome is Outcome.PREEMPTING
     assert [v.reservation_id for v in d.victims] == ["rsv-spot"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_gangs_quick_test_skips_only_pools_where_stopping_everything_would_not_do(seed, monkeypatch):
+    """Before it builds a pool's capacity with every candidate victim gone, a search for a gang of
+    whole GPUs sums the pods its nodes could hold by GPUs alone (`_gpu_slots_once_stopped`). On
+    random pools of whole-GPU and shared work, the decision is the one of a search without that
+    test."""
+    import random
+
+    from airflow_mcsched.decision import plan_cache, preemption
+    from airflow_mcsched.view.allocation import NodeAllocation
+
+    rng = random.Random(seed)
+    per_node, nodes = rng.choice([4, 8]), rng.randint(2, 4)
+    profile = cluster("a", pool("gpu", gpus_per_node=per_node, nodes=nodes))
+    running, shares = [], []
+    for n in range(nodes):
+        free = [1000] * per_node
+        for k in range(rng.randint(1, 3)):
+            whole = [i for i, m in enumerate(free) if m == 1000]
+            if not whole:
+                break
+            if rng.random() < 0.3:  # a share of one GPU
+                i = rng.choice(whole)
+                pod = NodeAllocation(f"a-gpu-{n}", 0, 500, 1000, 4096, (i,))
+                free[i] -= 500
+            else:
+                held = tuple(whole[: rng.randint(1, len(whole))])
+                pod = NodeAllocation(f"a-gpu-{n}", len(held), 0, 1000, 4096, held)
+                for i in held:
+                    free[i] = 0
+            r = low(f"w{n}-{k}", f"a-gpu-{n}", interruptible=rng.random() < 0.7, priority=rng.choice([LOW, HIGH * 2]))
+            running.append(dataclasses.replace(r, pods=(pod,)))
+        shares.append(free)
+    view = view_of((profile, observe(profile, shares={"gpu": shares}, seen=[r.id for r in running])))
+    gpus = rng.choice([1, 2, per_node // 2, per_node])
+    gang = request("gang", gpus=gpus, pods=rng.randint(2, 3), priority_class="high")
+    quick = decide(view, [gang], running, DEFAULT_POLICY, NOW).decision("gang")
+    plan_cache.forget_all()
+    monkeypatch.setattr(preemption._PoolSearch, "_might_fit_without_all", lambda self: True)
+    assert decide(view, [gang], running, DEFAULT_POLICY, NOW).decision("gang") == quick
+
+
+def _shared_gpu_fleet(shares_on_last_gpu: list[tuple[str, int, int]]):
+    """One 4-GPU node: GPUs 0-2 held by work that cannot be stopped, GPU 3 by shares (id, milli, priority)."""
+    from airflow_mcsched.view.allocation import NodeAllocation
+
+    profile = cluster("a", pool("gpu", gpus_per_node=4, nodes=1))
+    kept = low("kept", "a-gpu-0", gpus=3, interruptible=False, priority=HIGH * 2)
+    running = [dataclasses.replace(kept, pods=(NodeAllocation("a-gpu-0", 3, 0, 1000, 4096, (0, 1, 2)),))]
+    for rid, milli, priority in shares_on_last_gpu:
+        r = low(rid, "a-gpu-0", gpus=0, priority=priority)
+        running.append(dataclasses.replace(r, pods=(NodeAllocation("a-gpu-0", 0, milli, 1000, 4096, (3,)),)))
+    left = 1000 - sum(milli for _, milli, _ in shares_on_last_gpu)
+    view = view_of((profile, observe(profile, shares={"gpu": [[0, 0, 0, left]]}, seen=[r.id for r in running])))
+    return view, running
+
+
+def test_a_whole_gpu_is_freed_by_stopping_every_share_on_it():
+    """Shares of one GPU, once all stopped, leave it whole: a request for a whole GPU stops them
+    (and only as many as it takes), which a count of whole GPUs alone would never find."""
+    view, running = _shared_gpu_fleet([("s1", 300, LOW), ("s2", 200, LOW)])
+    d = decide(view, [request("whole", gpus=1, priority_class="high")], running, DEFAULT_POLICY, NOW).decision("whole")
+    assert d.outcome is Outcome.PREEMPTING
+    assert sorted(v.reservation_id for v in d.victims) == ["rsv-s1", "rsv-s2"]
+    # one share it may not stop (higher priority) keeps the GPU from ever being whole: it waits
+    view, running = _shared_gpu_fleet([("s1", 300, LOW), ("s2", 200, HIGH * 2)])
+    d = decide(view, [request("whole", gpus=1, priority_class="high")], running, DEFAULT_POLICY, NOW).decision("whole")
+    assert d.outcome is Outcome.WAITING and not d.victims
