@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable
 from enum import Enum
 from typing import Any
 
+from airflow_mcsched.decision.bounded_table import get_or_make
 from airflow_mcsched.decision.pool_stamps import StampBook
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.pool_capacity import PoolCapacity
@@ -123,28 +124,16 @@ class PlanMemory:
         does not show them yet (`deferred`, by fleet position). Reads alike in both (a view read again
         keeps the capacity objects of unchanged pools) get the same token."""
         capacities = tuple(view.capacity_by_ordinal.values())
+        # the entry holds the capacity objects, so the ids in its key stay their own
         key = (tuple(map(id, capacities)), deferred)
-        known = self._states.get(key)
-        if known is not None:  # the capacity objects are held in the entry: their ids are their own
-            return known[1]
-        if len(self._states) >= MAX_STATES:
-            self._states.clear()
-        state = object()
-        self._states[key] = (capacities, state)
-        return state
+        return get_or_make(self._states, key, MAX_STATES, lambda: (capacities, object()))[1]
 
     def capacity_state_after(self, state: object, ordinal: int, capacity: PoolCapacity) -> object:
         """The token for `state` with the pool at `ordinal` changed to `capacity`: a cycle that
-        changes what an earlier one changed, in the same order, reaches the same tokens."""
+        changes what an earlier one changed, in the same order, reaches the same tokens (the entry
+        holds `capacity`, so the id in its key stays its own)."""
         key = (state, ordinal, id(capacity))
-        known = self._states_after.get(key)
-        if known is not None and known[0] is capacity:
-            return known[1]
-        if len(self._states_after) >= MAX_CHANGED:
-            self._states_after.clear()
-        after = object()
-        self._states_after[key] = (capacity, after)
-        return after
+        return get_or_make(self._states_after, key, MAX_CHANGED, lambda: (capacity, object()))[1]
 
     def cluster_verdicts(self, clock: Hashable, judge: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Request-independent cluster verdicts at one `clock` (now and the clusters' read times:

@@ -153,8 +153,13 @@ def _stamp(
     stamps: tuple[WorkStamp, ClockStamp],
 ) -> WorkStamp | ClockStamp:
     """What per-cycle values on these nodes hold for: the pool's running work, whatever the clock,
-    when they read neither (`cycle_free`); else that work at this clock reading."""
-    return stamps[0] if cycle_free(ctx, setup, cluster, pool, capacity, pods) else stamps[1]
+    when every per-cycle score reads neither there (`Score.cycle_free`); else that work at this
+    clock reading."""
+    dynamic = setup.plan.dynamic_scores
+    for i in setup.per_cycle_at:
+        if not dynamic[i][0].cycle_free(ctx, cluster, pool, capacity, pods):
+            return stamps[1]
+    return stamps[0]
 
 
 def _restamped(
@@ -211,22 +216,6 @@ def holds(ctx: RequestContext, pool: PoolView, stamp: WorkStamp | ClockStamp) ->
     """Per-cycle values stamped `stamp` hold in this cycle: it is one of the pool's stamps now."""
     stamps = ctx.cycle.stamps(pool)
     return stamp is stamps[0] or stamp is stamps[1]
-
-
-def cycle_free(
-    ctx: RequestContext,
-    setup: Setup,
-    cluster: ClusterView,
-    pool: PoolView,
-    capacity: PoolCapacity,
-    pods: tuple[NodeAllocation, ...],
-) -> bool:
-    """Every per-cycle score reads nothing of the cycle on these nodes (`Score.cycle_free`)."""
-    dynamic = setup.plan.dynamic_scores
-    for i in setup.per_cycle_at:  # noqa: SIM110  (no generator: asked for most pools judged)
-        if not dynamic[i][0].cycle_free(ctx, cluster, pool, capacity, pods):
-            return False
-    return True
 
 
 def optimistic(

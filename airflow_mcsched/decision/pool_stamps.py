@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from airflow_mcsched.decision.bounded_table import get_or_make
 from airflow_mcsched.view.allocation import NodeAllocation
 
 MAX_FOLLOWING = 1024
@@ -46,22 +47,11 @@ class WorkStamp:
 
     def at(self, now: datetime) -> ClockStamp:
         """These ends at `now`: the same object for every cycle at that clock reading."""
-        stamp = self._clocks.get(now)
-        if stamp is None:
-            if len(self._clocks) >= MAX_FOLLOWING:
-                self._clocks.clear()
-            stamp = self._clocks[now] = ClockStamp()
-        return stamp
+        return get_or_make(self._clocks, now, MAX_FOLLOWING, ClockStamp)
 
     def after(self, pods: tuple[NodeAllocation, ...], end: datetime) -> WorkStamp:
         """These ends once work ending at `end` is granted on the nodes of `pods`."""
-        key = (pods, end)
-        stamp = self._after.get(key)
-        if stamp is None:
-            if len(self._after) >= MAX_FOLLOWING:
-                self._after.clear()
-            stamp = self._after[key] = WorkStamp()
-        return stamp
+        return get_or_make(self._after, (pods, end), MAX_FOLLOWING, WorkStamp)
 
 
 class StampBook:
@@ -73,10 +63,4 @@ class StampBook:
         self._stamps: dict[frozenset[tuple[str, datetime]], WorkStamp] = {}
 
     def of(self, ends: dict[str, datetime]) -> WorkStamp:
-        key = frozenset(ends.items())
-        stamp = self._stamps.get(key)
-        if stamp is None:
-            if len(self._stamps) >= MAX_STAMPS:
-                self._stamps.clear()
-            stamp = self._stamps[key] = WorkStamp()
-        return stamp
+        return get_or_make(self._stamps, frozenset(ends.items()), MAX_STAMPS, WorkStamp)
