@@ -36,7 +36,7 @@ Verdict = tuple[tuple[NodeAllocation, ...] | Rejection, tuple[float, ...] | None
 Entry = tuple[PoolCapacity, Verdict | None, float, "WorkStamp | ClockStamp | None", float | None]
 """A memo entry: (the capacity object judged, the verdict or None for a bound only, the weighted sum
 of the dynamic values or their bound, and for a fit with per-cycle values the stamp it holds for and
-its bound in any cycle once known, else None and None)."""
+the most its weighted sum can be in any cycle, else None and None)."""
 
 
 @dataclass(slots=True)
@@ -121,12 +121,10 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
     )
 
 
-def _judged(
-    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity, bound: float | None
-) -> Entry:
+def _judged(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Entry:
     """The memo entry of a pool not judged on this capacity before: the first fit filter's
     rejection, or the node chooser's answer, the dynamic score values and their weighted sum
-    (with per-cycle values, their stamp and the `bound` worked out before, if any)."""
+    (with per-cycle values, their stamp and their bound in any cycle)."""
     for f in setup.fit_filters:
         message = f.check(ctx, cluster, pool, capacity)
         if message is not None:
@@ -140,7 +138,13 @@ def _judged(
     if not setup.per_cycle_at:
         return (capacity, (pods, values), weighted(values, dynamic), None, None)
     stamp = _stamp(ctx, setup, cluster, pool, capacity, pods, ctx.cycle.stamps(pool))
-    return (capacity, (pods, values), weighted(values, dynamic), stamp, bound)
+    # The bound in any cycle: the values that read no cycle hold in every cycle (the nodes are
+    # chosen without one), and only the per-cycle ones move, up to their bounds. Summed in the same
+    # order, the total of any cycle cannot exceed it (a float sum of terms each no larger is no larger).
+    most = list(values)
+    for i in setup.per_cycle_at:
+        most[i] = dynamic[i][0].upper_bound(ctx, cluster, pool, capacity)
+    return (capacity, (pods, values), weighted(values, dynamic), stamp, weighted(most, dynamic))
 
 
 def _stamp(
@@ -198,16 +202,12 @@ def exact(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolVie
     capacity holds."""
     key = (pool.ordinal, id(capacity))
     known = setup.memo.get(key)
-    bound = None
-    if known is not None and known[0] is capacity:
-        if known[1] is None:  # a bound only
-            bound = known[2]
-        else:
-            stamp = known[3]
-            if stamp is None or holds(ctx, pool, stamp):
-                return known
-            return _restamped(ctx, setup, cluster, pool, capacity, known)
-    entry = _judged(ctx, setup, cluster, pool, capacity, bound)
+    if known is not None and known[0] is capacity and known[1] is not None:  # not a bound only
+        stamp = known[3]
+        if stamp is None or holds(ctx, pool, stamp):
+            return known
+        return _restamped(ctx, setup, cluster, pool, capacity, known)
+    entry = _judged(ctx, setup, cluster, pool, capacity)
     _remember(setup.memo, key, entry)
     return entry
 
@@ -234,7 +234,7 @@ def optimistic(
         if stamp is not None and not holds(ctx, pool, stamp):  # another cycle's: one measure makes it this one's
             return _restamped(ctx, setup, cluster, pool, capacity, known)[2]
         return known[2]
-    return _bound(ctx, setup, cluster, pool, capacity, remember=True)
+    return _bound(ctx, setup, cluster, pool, capacity)
 
 
 def bound_in_any_cycle(
@@ -244,26 +244,20 @@ def bound_in_any_cycle(
     what a later cycle's ranking starts from."""
     known = setup.memo.get((pool.ordinal, id(capacity)))
     if known is None or known[0] is not capacity:
-        return _bound(ctx, setup, cluster, pool, capacity, remember=True)
+        return _bound(ctx, setup, cluster, pool, capacity)
     if known[1] is None:
         return known[2]
     if known[1][1] is None:
         return -1.0
-    bound = known[4]
-    if bound is None:  # kept with the exact entry, not in its place
-        bound = _bound(ctx, setup, cluster, pool, capacity, remember=False)
-        _remember(setup.memo, (pool.ordinal, id(capacity)), (*known[:4], bound))
-    return bound
+    return known[4]  # type: ignore[return-value]  # a fit of a setup with per-cycle scores: stamped, with its bound
 
 
-def _bound(
-    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity, *, remember: bool
-) -> float:
-    """The weighted sum of the dynamic scores' upper bounds, which read no cycle (scores/base.py)."""
+def _bound(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> float:
+    """The weighted sum of the dynamic scores' upper bounds, which read no cycle (scores/base.py),
+    remembered until the pool is judged on this capacity."""
     dynamic = setup.plan.dynamic_scores
     bound = weighted([s.upper_bound(ctx, cluster, pool, capacity) for s, _ in dynamic], dynamic)
-    if remember:
-        _remember(setup.memo, (pool.ordinal, id(capacity)), (capacity, None, bound, None, None))
+    _remember(setup.memo, (pool.ordinal, id(capacity)), (capacity, None, bound, None, None))
     return bound
 
 
