@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from heapq import heapify
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter, Scope
@@ -44,7 +43,7 @@ class CandidatePlan:
     """Eligible pools (best static score first, ties in fleet order), and the lasting rejections.
 
     `rejections` holds (fleet position, rejection) pairs so they can be merged with later ones;
-    `lasting_rejections` the rejections alone. `by_ordinal` and `start_heap` are where a ranking of
+    `lasting_rejections` the rejections alone. `by_ordinal` and `start_order` are where a ranking of
     the plan starts (see pool_ranking.py), made once with the plan.
     """
 
@@ -56,7 +55,8 @@ class CandidatePlan:
     weight_sum: float
     lasting_rejections: tuple[Rejection, ...] = field(default=(), compare=False, repr=False)
     by_ordinal: dict[int, Eligible] = field(default_factory=dict, compare=False, repr=False)
-    start_heap: tuple[tuple[float, int, int], ...] = field(default=(), compare=False, repr=False)
+    start_order: tuple[tuple[float, int, int], ...] = field(default=(), compare=False, repr=False)
+    """Each eligible pool at its most optimistic total, best first (as a ranking pops them)."""
 
 
 def _first_rejection(ctx: RequestContext, filters: Sequence[Filter], cluster: ClusterView) -> Rejection | None:
@@ -198,8 +198,7 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
     dynamic = tuple((s, w) for s, w in active if s.dynamic)
     eligible = _rank_statically(verdicts.passed, static, columns)
     bound = sum(w for _, w in dynamic)
-    start_heap = [(neg_static - bound, ordinal, 0) for neg_static, ordinal, *_ in eligible]
-    heapify(start_heap)
+    start_order = sorted([(neg_static - bound, ordinal, 0) for neg_static, ordinal, *_ in eligible])
     plan = cache[plan_key] = CandidatePlan(
         eligible=tuple(eligible),
         rejections=verdicts.rejections,
@@ -209,6 +208,6 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
         weight_sum=sum(w for _, w in active) or 1.0,
         lasting_rejections=tuple(r for _, r in verdicts.rejections),
         by_ordinal={e[1]: e for e in eligible},
-        start_heap=tuple(start_heap),
+        start_order=tuple(start_order),
     )
     return plan

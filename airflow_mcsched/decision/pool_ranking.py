@@ -1,16 +1,22 @@
 """Best-first order of a plan's pools for one demand, kept up to date across the requests of a cycle.
 
-A heap holds each eligible pool at its most optimistic known total: first its static score plus
-the dynamic scores' maximum, then plus their upper bounds on its capacity, then its exact total.
-Popping refines the top until the `want` best are exact, feasible and accepted by the request's
-own checks; every other pool is provably no better. When a pool's capacity changes (a grant, an
-eviction), it re-enters at its optimistic value on the new capacity, so the order is never stale.
+Each eligible pool is held at its most optimistic known total: first its static score plus the
+dynamic scores' maximum, then plus their upper bounds on its capacity, then its exact total.
+Taking the best refines the top until the `want` best are exact, feasible and accepted by the
+request's own checks; every other pool is provably no better. When a pool's capacity changes (a
+grant, an eviction), it re-enters at its optimistic value on the new capacity, so the order is
+never stale.
+
+The order is two parts: the entries a ranking starts with, sorted once and shared by every ranking
+that starts there (read from a cursor, never copied), and a small heap of the entries put back
+since. The next entry is the better of the two fronts. Most rankings are used once in a cycle and
+take a handful of entries, so starting one costs no copy of a few hundred entries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.outcome import Rejection
@@ -29,10 +35,13 @@ from airflow_mcsched.view.pool_capacity import PoolCapacity
 _FRESH, _BOUNDED, _EXACT, _INFEASIBLE = 0, 1, 2, 3
 
 
-_State = tuple[tuple[tuple[float, int, int], ...], dict[int, int], dict[int, int], dict[int, PoolCapacity]]
-"""A ranking's heap, versions, levels and the capacity each judged pool was judged on. Versions and
-levels name only the pools that left their start (version 0, `_FRESH`): a ranking starts with a
-copy of each, and most of a plan's pools are never judged."""
+_Entry = tuple[float, int, int]
+"""(minus the optimistic total, fleet position, version): entries never tie, the position differs."""
+
+_State = tuple[tuple[_Entry, ...], dict[int, int], dict[int, int], dict[int, PoolCapacity]]
+"""A ranking's start order (sorted), versions, levels and the capacity each judged pool was judged
+on. Versions and levels name only the pools that left their start (version 0, `_FRESH`): a ranking
+starts with a copy of each, and most of a plan's pools are never judged."""
 
 
 class RankingStart:
@@ -71,10 +80,10 @@ class RankingStart:
                 else:
                     level[ordinal] = _BOUNDED
                     refined.append((static[ordinal][0] - v, ordinal, 0))
-            heap = [e for e in plan.start_heap if e[1] not in judged_on]
-            heap += refined
-            heapify(heap)
-            self._state = (tuple(heap), {}, level, judged_on)
+            order = [e for e in plan.start_order if e[1] not in judged_on]
+            order += refined
+            order.sort()
+            self._state = (tuple(order), {}, level, judged_on)
         return self._state
 
 
@@ -86,18 +95,31 @@ class PoolRanking:
     are judged again on what they have now (`_refresh`).
     """
 
-    __slots__ = ("_heap", "_judged_on", "_level", "_plan", "_static", "_synced", "_version", "leaves_start")
+    __slots__ = (
+        "_at",
+        "_heap",
+        "_judged_on",
+        "_level",
+        "_order",
+        "_plan",
+        "_static",
+        "_synced",
+        "_version",
+        "leaves_start",
+    )
 
     def __init__(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, start: RankingStart | None) -> None:
         plan = setup.plan
         self._plan = plan  # held: rankings are found by the plan's identity
         self._static = plan.by_ordinal
         self._synced = len(overlay.log)
+        self._heap: list[_Entry] = []  # entries put back since the start, a heap
+        self._at = 0  # the start order's next entry
         # its state after its first use becomes the start of later rankings when there was none, or
         # when most pools of the one it had changed capacity since (that one is then out of date)
         self.leaves_start = start is None or not self._resume(ctx, setup, overlay, start)
         if self.leaves_start:
-            self._heap = list(plan.start_heap)  # a heap already: copied, not rebuilt
+            self._order = plan.start_order
             self._version: dict[int, int] = {}
             self._level: dict[int, int] = {}
             self._judged_on: dict[int, PoolCapacity] = {}
@@ -106,11 +128,11 @@ class PoolRanking:
         """Start from `start`, and return True; pools whose capacity object differs by now go back in
         as `_refresh` puts them. When most do (a new capacity read), return False: starting
         afresh then costs less than putting each back, and the start is out of date."""
-        heap, version, level, judged_on = start.state(ctx, setup)
+        order, version, level, judged_on = start.state(ctx, setup)
         stale = [] if start.capacity_state is ctx.cycle.capacity_state else self._stale(overlay, judged_on)
         if 2 * len(stale) > len(judged_on):
             return False
-        self._heap, self._version, self._level = list(heap), dict(version), dict(level)
+        self._order, self._version, self._level = order, dict(version), dict(level)
         self._judged_on = dict(judged_on)
         self._refresh(ctx, setup, overlay, stale)
         return True
@@ -198,8 +220,17 @@ class PoolRanking:
         own_checks = setup.by_cluster or setup.by_capacity or cycle.head is not None
         found: list[Feasible] = []
         put_back = []
-        while heap and len(found) < want:
-            entry = heappop(heap)
+        order, at = self._order, self._at
+        end = len(order)
+        while len(found) < want:
+            # the better of the two fronts: the start order's next entry, the heap's top
+            if heap and (at == end or heap[0] < order[at]):
+                entry = heappop(heap)
+            elif at < end:
+                entry = order[at]
+                at += 1
+            else:
+                break
             _, ordinal, entry_version = entry
             if entry_version != version.get(ordinal, 0):
                 continue  # superseded by a newer entry for the same pool
@@ -215,7 +246,7 @@ class PoolRanking:
                     continue
                 level[ordinal] = state = _BOUNDED
                 entry = (neg_static - bound, ordinal, entry_version)
-                if heap and entry > heap[0]:
+                if (heap and entry > heap[0]) or (at < end and entry > order[at]):
                     heappush(heap, entry)
                     continue
             known = memo.get((ordinal, id(capacity)))  # `exact`'s memo, read here: most pops find it
@@ -234,13 +265,14 @@ class PoolRanking:
             if state == _BOUNDED:
                 level[ordinal] = _EXACT
                 entry = (-total, ordinal, entry_version)
-                if heap and entry > heap[0]:
+                if (heap and entry > heap[0]) or (at < end and entry > order[at]):
                     heappush(heap, entry)
                     continue
             put_back.append(entry)
             if not own_checks or live_rejection(ctx, setup, cluster, pool, capacity, pods) is None:
                 # a fit's verdict carries its values (only a rejection's is None)
                 found.append(Feasible(cluster, pool, static_values, capacity, pods, total, values, known[3]))  # type: ignore[arg-type]
+        self._at = at
         for entry in put_back:
             heappush(heap, entry)
         return found
