@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from airflow_mcsched.decision import explain
+from airflow_mcsched.decision import explain, reason_tally
 from airflow_mcsched.decision.backfill import HeldRoom, hold_for_head
 from airflow_mcsched.decision.candidates import Evaluation, evaluate
 from airflow_mcsched.decision.context import RequestContext
@@ -254,7 +254,8 @@ class AdmissionCycle:
                 return known[1]
         # lasting rejections never say more than "no feasible", so the reason reads the live ones
         rejections = evaluation.rejections
-        parts = (waiting_reason([r for _, r in judged]), rejections, explain.rejection_tally(rejections))
+        tally = reason_tally.tally(evaluation.plan.lasting_counts, reason_tally.count_reasons(judged))
+        parts = (waiting_reason([r for _, r in judged]), rejections, tally)
         if shared:
             self.state.waiting_parts[id(judged)] = (judged, parts)  # holds `judged`: its id stays its own
         return parts

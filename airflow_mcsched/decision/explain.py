@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
-from operator import attrgetter
 
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.outcome import Rejection, ScoredCandidate, ScorePart
 from airflow_mcsched.decision.preemption import PreemptionPlan
+from airflow_mcsched.decision.reason_tally import count_reasons, tally
 from airflow_mcsched.decision.reasons import Reason
 
 
@@ -53,13 +52,10 @@ def waiting(
     return text
 
 
-_reason = attrgetter("reason")
-
-
 def rejection_tally(rejections: Sequence[Rejection]) -> str:
-    """'3 x InsufficientFreeGpus, 1 x DataFarAway': how many pools or clusters each reason ruled out."""
-    counts = Counter(map(_reason, rejections))  # no generator: a waiting request names every pool
-    return ", ".join(f"{n} x {code}" for code, n in counts.most_common())
+    """'3 x InsufficientFreeGpus, 1 x DataFarAway': how many pools or clusters each reason ruled out
+    (reason_tally.py), the rejections in fleet order."""
+    return tally(count_reasons(enumerate(rejections)))
 
 
 def preempting(plan: PreemptionPlan) -> str:

@@ -1,0 +1,40 @@
+"""How many pools or clusters each reason ruled out, in the words of a waiting decision.
+
+'3 x InsufficientFreeGpus, 1 x DataFarAway': the most frequent reason first, a tie in the order the
+reasons first appear in the fleet. A waiting request names every pool of the fleet, and most of its
+rejections are the lasting ones of its plan, the same for every request of the plan: so they are
+counted once with the plan (`count_reasons`), and only the pools judged in the cycle per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from airflow_mcsched.decision.outcome import Rejection
+from airflow_mcsched.decision.reasons import Reason
+
+ReasonCounts = dict[Reason, tuple[int, int]]
+"""Reason -> (how many, the fleet position of the first)."""
+
+
+def count_reasons(positioned: Iterable[tuple[int, Rejection]]) -> ReasonCounts:
+    """The counts of (fleet position, rejection) pairs."""
+    counts: ReasonCounts = {}
+    for position, rejection in positioned:
+        known = counts.get(rejection.reason)
+        if known is None:
+            counts[rejection.reason] = (1, position)
+        else:
+            counts[rejection.reason] = (known[0] + 1, min(known[1], position))
+    return counts
+
+
+def tally(*parts: ReasonCounts) -> str:
+    """The tally of the rejections counted in `parts` together."""
+    merged: ReasonCounts = {}
+    for counts in parts:
+        for reason, (n, first) in counts.items():
+            known = merged.get(reason)
+            merged[reason] = (n, first) if known is None else (known[0] + n, min(known[1], first))
+    ranked = sorted(merged.items(), key=lambda item: (-item[1][0], item[1][1]))
+    return ", ".join(f"{n} x {reason}" for reason, (n, _) in ranked)
