@@ -38,17 +38,9 @@ class RequestContext:
         hours = duration.total_seconds() / 3600
         gpu_hours = demand.gpu_equivalent * hours
         stake_level = policy.stake_level(gpu_hours)
-        return cls(
-            request=request,
-            demand=demand,
-            priority=priority,
-            weights=cycle.weights_for(request.team, request.kind, stake_level),
-            duration=duration,
-            hours=hours,
-            gpu_hours=gpu_hours,
-            stake_level=stake_level,
-            cycle=cycle,
-        )
+        weights = cycle.weights_for(request.team, request.kind, stake_level)
+        # positional, in field order: one is made for every request of every cycle
+        return cls(request, demand, priority, weights, duration, hours, gpu_hours, stake_level, cycle)
 
     @property
     def signature(self) -> tuple:

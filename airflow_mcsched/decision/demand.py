@@ -25,12 +25,13 @@ class Demand(NamedTuple):
 
     @classmethod
     def of(cls, request: PlacementRequest) -> Demand:
+        # positional: a named tuple's keyword arguments cost a Python-level call each request
         return cls(
-            pods=request.pods,
-            gpus=request.gpus,
-            gpu_milli=request.gpu_milli,
-            cpu_milli=round(request.cpu * 1000),
-            memory_mib=round(request.memory_gib * MIB_PER_GIB),
+            request.pods,
+            request.gpus,
+            request.gpu_milli,
+            round(request.cpu * 1000),  # cpu_milli
+            round(request.memory_gib * MIB_PER_GIB),  # memory_mib
         )
 
     @property
