@@ -231,8 +231,10 @@ def optimistic(
         if verdict[1] is None:
             return -1.0
         stamp = known[3]
-        if stamp is not None and not holds(ctx, pool, stamp):  # another cycle's: one measure makes it this one's
-            return _restamped(ctx, setup, cluster, pool, capacity, known)[2]
+        if stamp is not None:  # `holds`, inline: asked for every pool a ranking takes or puts back
+            stamps = ctx.cycle.pool_stamps.get(pool.ordinal) or ctx.cycle.stamps(pool)
+            if stamp is not stamps[0] and stamp is not stamps[1]:  # another cycle's: one measure makes it this one's
+                return _restamped(ctx, setup, cluster, pool, capacity, known)[2]
         return known[2]
     return _bound(ctx, setup, cluster, pool, capacity)
 

@@ -163,29 +163,12 @@ class PoolRanking:
         """
         changed, static, heap = overlay.by_ordinal, self._static, self._heap
         level, version, judged_on = self._level, self._version, self._judged_on
-        memo, pool_stamps = setup.memo, ctx.cycle.pool_stamps
         for ordinal in ordinals:
             _, _, cluster, pool, _ = entry = static[ordinal]
             capacity = changed.get(ordinal) or overlay.capacity(pool)
             judged_on[ordinal] = capacity
             v = version[ordinal] = version.get(ordinal, 0) + 1
-            # `optimistic`, inline where its memo holds the answer (most pools refreshed were judged
-            # on this capacity by a request alike earlier, in this cycle or one before)
-            known = memo.get((ordinal, id(capacity)))
-            if known is None or known[0] is not capacity:
-                bound = optimistic(ctx, setup, cluster, pool, capacity)
-            elif known[1] is None:
-                bound = known[2]  # a bound only
-            elif known[1][1] is None:
-                bound = -1.0  # a rejection
-            elif (stamp := known[3]) is None:
-                bound = known[2]
-            else:  # per-cycle values: `holds`, inline
-                stamps = pool_stamps.get(ordinal) or ctx.cycle.stamps(pool)
-                if stamp is stamps[0] or stamp is stamps[1]:
-                    bound = known[2]
-                else:
-                    bound = optimistic(ctx, setup, cluster, pool, capacity)
+            bound = optimistic(ctx, setup, cluster, pool, capacity)
             if bound < 0:  # known not to fit: out until its capacity changes
                 level[ordinal] = _INFEASIBLE
             else:
