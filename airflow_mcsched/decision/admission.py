@@ -61,8 +61,13 @@ _STAGE_RESERVED = 1
 
 
 def _stage(rejection: Rejection) -> int:
-    reason = rejection.reason
-    if rejection.lasting:
+    return _stage_of((rejection.reason, rejection.lasting))
+
+
+def _stage_of(kind: tuple[Reason, bool]) -> int:
+    """The stage of a rejection for this reason, lasting or not."""
+    reason, lasting = kind
+    if lasting:
         return 0
     if reason is Reason.WAITING_BEHIND_HEAD:
         return _STAGE_WAITING_BEHIND_HEAD
@@ -83,7 +88,8 @@ _WAITING_REASON = {
 
 
 def waiting_reason(rejections: Sequence[Rejection]) -> Reason:
-    return _WAITING_REASON[max((_stage(r) for r in rejections), default=0)]
+    # staged once per kind of rejection: a waiting request has one for most pools, of a few kinds
+    return _WAITING_REASON[max(map(_stage_of, {(r.reason, r.lasting) for r in rejections}), default=0)]
 
 
 class AdmissionCycle:

@@ -8,7 +8,9 @@ counted once with the plan (`count_reasons`), and only the pools judged in the c
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+from operator import itemgetter
 
 from airflow_mcsched.decision.outcome import Rejection
 from airflow_mcsched.decision.reasons import Reason
@@ -16,17 +18,18 @@ from airflow_mcsched.decision.reasons import Reason
 ReasonCounts = dict[Reason, tuple[int, int]]
 """Reason -> (how many, the fleet position of the first)."""
 
+_position = itemgetter(0)
+
 
 def count_reasons(positioned: Iterable[tuple[int, Rejection]]) -> ReasonCounts:
     """The counts of (fleet position, rejection) pairs."""
-    counts: ReasonCounts = {}
-    for position, rejection in positioned:
-        known = counts.get(rejection.reason)
-        if known is None:
-            counts[rejection.reason] = (1, position)
-        else:
-            counts[rejection.reason] = (known[0] + 1, min(known[1], position))
-    return counts
+    many: Counter[Reason] = Counter()
+    first: dict[Reason, int] = {}
+    for position, rejection in sorted(positioned, key=_position, reverse=True):
+        reason = rejection.reason
+        many[reason] += 1
+        first[reason] = position  # the last written is the first in the fleet
+    return {reason: (n, first[reason]) for reason, n in many.items()}
 
 
 def tally(*parts: ReasonCounts) -> str:
