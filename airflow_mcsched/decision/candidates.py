@@ -89,11 +89,12 @@ def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
     judged = out.judged
     assert isinstance(judged, list), "a scan records into its own evaluation, not a shared one"
     cluster_rejected: dict[str, bool] = {}
+    live_filters = setup.by_cluster or setup.by_capacity  # else no check before the verdict's
     for _, ordinal, cluster, pool, _ in setup.plan.eligible:
         if cluster_rejected.get(cluster.name):
             continue
         capacity = changed.get(ordinal) or overlay.capacity(pool)
-        rejection = live_rejection(ctx, setup, cluster, pool, capacity, None)
+        rejection = live_rejection(ctx, setup, cluster, pool, capacity, None) if live_filters else None
         if rejection is None:
             verdict = exact(ctx, setup, cluster, pool, capacity)[1][0]  # type: ignore[index]  # exact's: a verdict
             if isinstance(verdict, Rejection):

@@ -199,8 +199,9 @@ class PoolRanking:
         heap, level, version, judged_on = self._heap, self._level, self._version, self._judged_on
         static, memo, cycle = self._static, setup.memo, ctx.cycle
         pool_stamps = cycle.pool_stamps
-        # the request's own checks, when it has none: no live filter, and no backfill head yet
-        own_checks = setup.by_cluster or setup.by_capacity or cycle.head is not None
+        # the request's own checks (`live_rejection`): with no live filter, only the backfill heads'
+        live_filters = setup.by_cluster or setup.by_capacity
+        head, end_at = cycle.head, ctx.expected_end
         found: list[Feasible] = []
         put_back = []
         order, at = self._order, self._at
@@ -252,7 +253,11 @@ class PoolRanking:
                     heappush(heap, entry)
                     continue
             put_back.append(entry)
-            if not own_checks or live_rejection(ctx, setup, cluster, pool, capacity, pods) is None:
+            if (
+                live_rejection(ctx, setup, cluster, pool, capacity, pods) is None
+                if live_filters
+                else head is None or head.allows(pool, pods, end_at)
+            ):
                 # a fit's verdict carries its values (only a rejection's is None)
                 found.append(Feasible(cluster, pool, static_values, capacity, pods, total, values, known[3]))  # type: ignore[arg-type]
         self._at = at
