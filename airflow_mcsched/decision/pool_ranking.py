@@ -137,25 +137,20 @@ class PoolRanking:
         self._refresh(ctx, setup, overlay, stale)
         return True
 
-    def _stale(
-        self, overlay: CapacityOverlay, judged_on: dict[int, PoolCapacity], among: Iterable[int] | None = None
-    ) -> list[int]:
-        """The judged pools (of those `among` them, if given) whose capacity is no longer the object
-        they were judged on.
+    def _stale(self, overlay: CapacityOverlay, judged_on: dict[int, PoolCapacity]) -> list[int]:
+        """The judged pools whose capacity is no longer the object they were judged on.
 
         A pool still at its most optimistic value is never stale: that value does not read capacity.
         """
         changed, static = overlay.by_ordinal, self._static
-        ordinals = judged_on if among is None else among
         return [
-            o
-            for o in ordinals
-            if o in judged_on and (changed.get(o) or overlay.capacity(static[o][3])) is not judged_on[o]
+            o for o, judged in judged_on.items() if (changed.get(o) or overlay.capacity(static[o][3])) is not judged
         ]
 
     def _refresh(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, ordinals: Iterable[int]) -> None:
-        """These pools go back in at their optimistic value on the capacity they have now (in any
-        order: entries never tie), or out when that is known not to fit.
+        """Those of these pools that were judged on another capacity object than they have now go back
+        in at their optimistic value on it (in any order: entries never tie), or out when that is
+        known not to fit.
 
         Worked out here, not left at the plan's most optimistic value for a pop to refine: a pool
         whose capacity a grant changed was judged because it ranked near the top, so it is mostly
@@ -164,8 +159,13 @@ class PoolRanking:
         changed, static, heap = overlay.by_ordinal, self._static, self._heap
         level, version, judged_on = self._level, self._version, self._judged_on
         for ordinal in ordinals:
+            judged = judged_on.get(ordinal)
+            if judged is None:
+                continue  # still at its start value, which reads no capacity (or not this plan's)
             _, _, cluster, pool, _ = entry = static[ordinal]
             capacity = changed.get(ordinal) or overlay.capacity(pool)
+            if judged is capacity:
+                continue
             judged_on[ordinal] = capacity
             v = version[ordinal] = version.get(ordinal, 0) + 1
             bound = optimistic(ctx, setup, cluster, pool, capacity)
@@ -189,8 +189,8 @@ class PoolRanking:
         if since == len(log):
             return
         self._synced = len(log)
-        named = set(log[since:]) if len(log) - since < len(self._judged_on) else self._judged_on
-        self._refresh(ctx, setup, overlay, self._stale(overlay, self._judged_on, named))
+        named = set(log[since:]) if len(log) - since < len(self._judged_on) else list(self._judged_on)
+        self._refresh(ctx, setup, overlay, named)
 
     def best(self, ctx: RequestContext, setup: Setup, want: int) -> list[Feasible]:
         overlay = ctx.cycle.overlay
