@@ -19,7 +19,6 @@ from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter, Scope
 from airflow_mcsched.decision.outcome import Rejection
 from airflow_mcsched.decision.plan_cache import SharedPlans
-from airflow_mcsched.decision.reason_tally import ReasonCounts, count_reasons
 from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.view.snapshot import ClusterView, PoolView
 
@@ -56,8 +55,6 @@ class CandidatePlan:
     weight_sum: float
     lasting_rejections: tuple[Rejection, ...] = field(default=(), compare=False, repr=False)
     by_ordinal: dict[int, Eligible] = field(default_factory=dict, compare=False, repr=False)
-    lasting_counts: ReasonCounts = field(default_factory=dict, compare=False, repr=False)
-    """The lasting rejections' reasons counted (reason_tally.py): the most of a waiting request's tally."""
     start_order: tuple[tuple[float, int, int], ...] = field(default=(), compare=False, repr=False)
     """Each eligible pool at its most optimistic total, best first (as a ranking pops them)."""
 
@@ -210,7 +207,6 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
         dynamic_bound=bound,
         weight_sum=sum(w for _, w in active) or 1.0,
         lasting_rejections=tuple(r for _, r in verdicts.rejections),
-        lasting_counts=count_reasons(verdicts.rejections),
         by_ordinal={e[1]: e for e in eligible},
         start_order=tuple(start_order),
     )
