@@ -260,11 +260,7 @@ class AdmissionCycle:
                 return known[1]
         # lasting rejections never say more than "no feasible", so the reason reads the live ones
         rejections = evaluation.rejections
-        setup = evaluation.setup
-        lasting = setup.lasting_counts
-        if lasting is None:
-            lasting = setup.lasting_counts = reason_tally.count_reasons(evaluation.plan.rejections)
-        tally = reason_tally.tally(lasting, reason_tally.count_reasons(judged))
+        tally = reason_tally.tally(evaluation.setup.lasting_counts(), reason_tally.count_reasons(judged))
         parts = (waiting_reason([r for _, r in judged]), rejections, tally)
         if shared:
             self.state.waiting_parts[id(judged)] = (judged, parts)  # holds `judged`: its id stays its own

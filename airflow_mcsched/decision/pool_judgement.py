@@ -21,7 +21,7 @@ from airflow_mcsched.decision.filters.base import Filter, Scope
 from airflow_mcsched.decision.node_choice import choose_nodes, why_no_node
 from airflow_mcsched.decision.outcome import Rejection
 from airflow_mcsched.decision.pool_stamps import ClockStamp, WorkStamp
-from airflow_mcsched.decision.reason_tally import ReasonCounts
+from airflow_mcsched.decision.reason_tally import ReasonCounts, count_reasons
 from airflow_mcsched.decision.reasons import Reason
 from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.view.allocation import NodeAllocation
@@ -85,9 +85,14 @@ class Setup:
     """The static parts' words in the admitted summary, by fleet position (admission.py)."""
     summaries: dict[tuple[int, ...], tuple] = field(default_factory=dict)
     """Admitted summaries by the identity of the candidates they name (admission.py)."""
-    lasting_counts: ReasonCounts | None = None
-    """The plan's lasting rejections' reasons counted (reason_tally.py): the most of a waiting
-    request's tally, worked out when the first request of the setup waits (most never do)."""
+    _lasting_counts: ReasonCounts | None = None
+
+    def lasting_counts(self) -> ReasonCounts:
+        """The plan's lasting rejections' reasons counted (reason_tally.py): the most of a waiting
+        request's tally, worked out when the first request of the setup waits (most never do)."""
+        if self._lasting_counts is None:
+            self._lasting_counts = count_reasons(self.plan.rejections)
+        return self._lasting_counts
 
 
 @lru_cache(maxsize=16)  # filter sets are few and long-lived

@@ -189,7 +189,8 @@ class PoolRanking:
         if since == len(log):
             return
         self._synced = len(log)
-        named = set(log[since:]) if len(log) - since < len(self._judged_on) else list(self._judged_on)
+        # the judged pools themselves when the log names more (`_refresh` changes no key of them)
+        named = set(log[since:]) if len(log) - since < len(self._judged_on) else self._judged_on
         self._refresh(ctx, setup, overlay, named)
 
     def best(self, ctx: RequestContext, setup: Setup, want: int) -> list[Feasible]:
