@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from airflow_mcsched.decision.reasons import Reason
 from airflow_mcsched.decision.reservation import Reservation
+from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
 
 
@@ -18,6 +19,7 @@ class Outcome(StrEnum):
     PREEMPTING = "preempting"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Rejection:
     """One cluster (pool None) or one node pool that cannot take the request, and why.
@@ -53,6 +55,7 @@ class ScorePart(NamedTuple):
         return self.value * self.weight
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ScoredCandidate:
     """A node pool that can take the request now: where exactly, at what price, and its score's parts."""
@@ -75,6 +78,7 @@ class ScoredCandidate:
         raise KeyError(name)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Victim:
     """Running work to stop so a request can start, and the reason it is chosen."""
@@ -89,6 +93,7 @@ class Victim:
     for_request: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ReclaimedLease:
     """A lease that lapsed: its capacity is free again for the view's next reads."""
@@ -101,6 +106,7 @@ class ReclaimedLease:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PlacementDecision:
     """The engine's answer for one request. ADMITTED carries `placement` and a new `reservation`;
@@ -137,6 +143,7 @@ class PlacementDecision:
         return None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AdmissionResult:
     """One admission cycle: a decision per request (queue order), grants, lapsed leases, work to stop."""

@@ -20,6 +20,7 @@ from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.node_choice import choose_nodes
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
 from airflow_mcsched.decision.reservation import Reservation
+from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
@@ -30,6 +31,7 @@ MAX_FIT_CHECKS = 200
 PREEMPTABLE = CAPACITY_REASONS | {Reason.QUOTA_EXCEEDED}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class VictimChoice:
     """Running work that a plan would stop, and why. The search leaves `message` empty (it tries far
@@ -40,6 +42,7 @@ class VictimChoice:
     message: str = ""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PreemptionPlan:
     """Stop `victims` (and wait for `stopping`, victims chosen earlier) so the request fits `pods` on `pool`."""

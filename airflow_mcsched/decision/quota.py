@@ -13,8 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_mcsched.decision.policy import ANY_GPU_TYPE, TeamQuota
+from airflow_mcsched.frozen_init import quick_init
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class QuotaVerdict:
     """Whether `amount` GPUs fit the team's quota now, and if not, in words why."""

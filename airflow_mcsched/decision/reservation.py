@@ -6,12 +6,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
 
+from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey
 
 _gpu_equivalent = attrgetter("gpu_equivalent")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """A grant on one node pool: the pods' nodes and sizes, who holds it, at what price, until when.

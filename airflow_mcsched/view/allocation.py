@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_mcsched.frozen_init import quick_init
 
+
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NodeAllocation:
     """One pod's share of one node: whole GPUs, or a share of one GPU, plus CPU and memory.

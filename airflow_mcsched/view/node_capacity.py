@@ -6,9 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
+from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NodeCapacity:
     """What is still free on one node; `take` and `give_back` return a new node, never change this one.

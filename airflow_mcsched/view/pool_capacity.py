@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.histogram import FreeGpuHistogram
 from airflow_mcsched.view.node_capacity import NodeCapacity
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PoolCapacity:
     """Usable nodes of a pool (not-ready and cordoned nodes are left out and only counted) and their sums.
