@@ -81,7 +81,7 @@ class CycleState:
             pool = self._pool(key)
             if pool is not None:
                 taken = tuple(pods)
-                self.overlay.defer(pool, partial(memory.changed, pool.capacity, taken, Change.TAKE_UNSEEN))
+                self.overlay.defer(pool, partial(memory.changed, key, pool.capacity, taken, Change.TAKE_UNSEEN))
                 deferred.append((pool.ordinal, taken))
         self.capacity_state = memory.first_capacity_state(view, tuple(deferred))
         """The overlay's capacity objects as one token (`PlanMemory.first_capacity_state`): a ranking
@@ -129,7 +129,7 @@ class CycleState:
 
     def _change(self, pool: PoolView, pods: tuple[NodeAllocation, ...], how: Change) -> None:
         """Take (or give back) capacity in the overlay, through the view's memory of such changes."""
-        capacity = self.memory.changed(self.overlay.capacity(pool), pods, how)
+        capacity = self.memory.changed(pool.key, self.overlay.capacity(pool), pods, how)
         self.overlay.set_capacity(pool, capacity)
         self.capacity_state = self.memory.capacity_state_after(self.capacity_state, pool.ordinal, capacity)
 

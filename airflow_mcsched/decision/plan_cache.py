@@ -24,8 +24,9 @@ from typing import Any
 from airflow_mcsched.decision.bounded_table import get_or_make
 from airflow_mcsched.decision.pool_stamps import StampBook
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.capacity_table import canonical
 from airflow_mcsched.view.pool_capacity import PoolCapacity
-from airflow_mcsched.view.snapshot import GlobalView
+from airflow_mcsched.view.snapshot import GlobalView, PoolKey
 
 MAX_LAYOUTS = 4
 MAX_POLICIES = 4
@@ -100,10 +101,14 @@ class PlanMemory:
         self._states_after: dict[tuple[object, int, int], tuple[PoolCapacity, object]] = {}
         self._shared: dict[Hashable, SharedPlans] = {}
 
-    def changed(self, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], how: Change) -> PoolCapacity:
-        """`capacity` with `pods` taken or given back (`how`), one object per capacity object, pods
-        and change: a cycle that places what an earlier one placed reaches the same capacity objects,
-        and the fit verdicts, rankings and candidates remembered for them hold again."""
+    def changed(
+        self, pool: PoolKey, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], how: Change
+    ) -> PoolCapacity:
+        """`capacity` of `pool` with `pods` taken or given back (`how`), one object per capacity
+        object, pods and change: a cycle that places what an earlier one placed reaches the same
+        capacity objects, and the fit verdicts, rankings and candidates remembered for them hold
+        again. And one object per content (view/capacity_table.py): other grants that leave the pool
+        as an earlier cycle or read left it reach that object too."""
         key = (id(capacity), pods, how)
         known = self._changed.get(key)
         if known is not None and known[0] is capacity:  # held below, so its id is still its own
@@ -114,6 +119,7 @@ class PlanMemory:
             after = capacity.give_back(pods)
         else:
             after = capacity.take(pods, anywhere=how is Change.TAKE_UNSEEN)
+        after = canonical(pool, after)
         self._changed[key] = (capacity, after)
         return after
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
 from airflow_mcsched.access.profiles import ClusterProfile, NodePool
+from airflow_mcsched.view.capacity_table import canonical
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import ClusterView, DeclaredLayout, GlobalView, PoolView, share_declared
@@ -101,9 +102,10 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
 
 def _capacity_of(cluster: str, pool: NodePool, nodes: tuple[NodeCapacity, ...], excluded: int) -> PoolCapacity:
     """The pool's capacity; the very object of its last read when this read found its nodes as they
-    were. The engine remembers what it worked out per capacity object (node choices, scores, its
-    ranking of pools: decision/plan_cache.py), so after a sync that object keeps all of that for
-    every pool the sync found unchanged, and only changed pools are judged again."""
+    were, else the object of any earlier read or grant alike in content (capacity_table.py). The
+    engine remembers what it worked out per capacity object (node choices, scores, its ranking of
+    pools: decision/plan_cache.py), so after a sync that object keeps all of that for every pool the
+    sync found unchanged, and only changed pools are judged again."""
     key = (cluster, pool.name)
     last = _last_capacity.get(key)
     if (
@@ -113,7 +115,7 @@ def _capacity_of(cluster: str, pool: NodePool, nodes: tuple[NodeCapacity, ...], 
         and last.nodes_excluded == excluded
     ):
         return last
-    capacity = PoolCapacity.of(nodes, pool.gpus_per_node, excluded)
+    capacity = canonical(key, PoolCapacity.of(nodes, pool.gpus_per_node, excluded))
     if len(_last_capacity) >= MAX_POOLS_REMEMBERED:
         _last_capacity.clear()
     _last_capacity[key] = capacity

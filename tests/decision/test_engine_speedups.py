@@ -27,8 +27,8 @@ pytestmark = pytest.mark.usefixtures("fresh_memory")
 
 def test_a_read_that_finds_a_pool_unchanged_keeps_its_capacity_object():
     """After a sync the engine's memory of every unchanged pool still holds: the builder hands such a
-    pool the capacity object of its last read. A pool read differently gets a new one, and so does
-    a pool that changes back (only the last read is kept)."""
+    pool the capacity object of its last read. A pool read differently gets a new one; a pool that
+    changes back gets the object it had (view/capacity_table.py)."""
     profile = cluster("keep", pool("big", nodes=2), pool("small", "L4", gpus_per_node=4, nodes=2))
     first = view_of((profile, observe(profile, free={"big": [8, 2], "small": [4, 4]})))
     again = view_of((profile, observe(profile, free={"big": [8, 2], "small": [4, 4]}, at=NOW + timedelta(seconds=30))))
@@ -41,10 +41,29 @@ def test_a_read_that_finds_a_pool_unchanged_keeps_its_capacity_object():
     assert changed.pool("keep", "small").capacity.whole_gpus_free == 4
     back = view_of((profile, observe(profile, free={"big": [8, 2], "small": [4, 4]})))
     assert back.pool("keep", "small").capacity == first.pool("keep", "small").capacity
-    assert back.pool("keep", "small").capacity is not first.pool("keep", "small").capacity
+    assert back.pool("keep", "small").capacity is first.pool("keep", "small").capacity
     cordoned = view_of((profile, observe(profile, free={"big": [8, 2], "small": [4, 4]}, not_ready={"big": 1})))
     assert cordoned.pool("keep", "big").capacity is not first.pool("keep", "big").capacity
     assert cordoned.pool("keep", "big").capacity.nodes_excluded == 1
+
+
+def test_grants_that_leave_a_pool_alike_reach_one_capacity_object():
+    """Grants made in another order, or a read that finds a pool as grants left it, reach the object
+    already met: what the engine worked out for it holds (view/capacity_table.py)."""
+    profile = cluster("same", pool("big", nodes=2))
+    view = view_of((profile, observe(profile, free={"big": [8, 8]})))
+    memory = plan_cache.plan_memory(view, Policy(), Plugins())
+    p, take = view.pool("same", "big"), plan_cache.Change.TAKE
+    a = (NodeAllocation("same-big-0", gpus=2, gpu_indices=(6, 7)),)
+    b = (NodeAllocation("same-big-1", gpus=4, gpu_indices=(4, 5, 6, 7)),)
+    a_then_b = memory.changed(p.key, memory.changed(p.key, p.capacity, a, take), b, take)
+    b_then_a = memory.changed(p.key, memory.changed(p.key, p.capacity, b, take), a, take)
+    assert a_then_b is b_then_a
+    assert (a_then_b.nodes[0].whole_gpus_free, a_then_b.nodes[1].whole_gpus_free) == (6, 4)
+    read_after = view_of((profile, observe(profile, free={"big": [6, 4]})))  # GPUs 0-5 and 0-3 free
+    assert read_after.pool("same", "big").capacity is a_then_b
+    other = cluster("other", pool("big", nodes=2))  # same node content, another pool: its own object
+    assert view_of((other, observe(other, free={"big": [8, 8]}))).pool("other", "big").capacity is not p.capacity
 
 
 def test_a_cycle_after_a_sync_decides_as_one_with_nothing_remembered():
