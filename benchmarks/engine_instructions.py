@@ -1,6 +1,6 @@
 """Machine instructions one admission cycle takes, counted by valgrind: a figure that does not move.
 
-    .venv/bin/python benchmarks/engine_instructions.py [--queue random|steps] [--later] [--runners-up N]
+    .venv/bin/python benchmarks/engine_instructions.py [--queue random|steps] [--later | --changed] [--runners-up N]
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/engine_instructions.py   # other code
 
 CPU time on a shared machine moves by a fifth from one run to the next, more than most changes to
@@ -10,7 +10,9 @@ benchmark's fleet and queue (`bench_engine.py`, 100 clusters, seed 1: the cycle 
 `engine_cycles.py`) under it twice, once with one measured cycle and once with three, after two
 cycles that teach the engine the view; the difference, halved, is what one cycle on the same view
 takes, the setup taken out. `--later`: each cycle 5 s after the one before (per-cycle values read
-again). Hash seeds are fixed (`PYTHONHASHSEED=0`), so dict and set orders do not move the count.
+again). `--changed`: each cycle on a view where a tenth of the pools read differently
+(`bench_engine.changed_reads`, three views made in both runs, so making them is taken out too).
+Hash seeds are fixed (`PYTHONHASHSEED=0`), so dict and set orders do not move the count.
 A count is not a time (a cache miss costs more than an instruction), but between versions of the
 engine the two have moved together within a few per cent. Needs valgrind (Debian: `apt install
 valgrind`); about a minute.
@@ -30,20 +32,24 @@ WARM_CYCLES = 2
 LATER = timedelta(seconds=5)
 
 
-def _cycles(queue_kind: str, measured: int, later: bool, runners_up: int | None) -> None:
+def _cycles(queue_kind: str, measured: int, later: bool, changed: bool, runners_up: int | None) -> None:
     """The cycles valgrind counts: the fleet, the warm cycles and `measured` more."""
     import random
 
-    from bench_engine import NOW, fleet_and_queues
+    from bench_engine import NOW, changed_reads, fleet_and_queues
 
     from airflow_mcsched.decision import Policy, decide
 
-    _, _, running, view, templated, random_queue = fleet_and_queues(100, random.Random(1))
+    rng = random.Random(1)
+    profiles, observations, running, view, templated, random_queue = fleet_and_queues(100, rng)
     queue = templated if queue_kind == "steps" else random_queue
     policy = Policy() if runners_up is None else Policy().model_copy(update={"runners_up": runners_up})
+    views = [view] * WARM_CYCLES + (
+        changed_reads(profiles, observations, 3, rng)[:measured] if changed else [view] * measured
+    )
     now = NOW
-    for _ in range(WARM_CYCLES + measured):
-        decide(view, queue, running, policy, now)
+    for v in views:
+        decide(v, queue, running, policy, now)
         if later:
             now += LATER
 
@@ -62,6 +68,7 @@ def _counted(args: argparse.Namespace, measured: int) -> int:
         "--inner",
         str(measured),
         *(["--later"] if args.later else []),
+        *(["--changed"] if args.changed else []),
         *(["--runners-up", str(args.runners_up)] if args.runners_up is not None else []),
     ]
     done = subprocess.run(
@@ -77,17 +84,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queue", choices=["steps", "random"], default="random")
     parser.add_argument("--later", action="store_true", help="each cycle 5 s after the one before")
+    parser.add_argument("--changed", action="store_true", help="each cycle on a view with a tenth of the pools changed")
     parser.add_argument("--runners-up", type=int, default=None, help="runners-up explained (default: the policy's)")
     parser.add_argument("--inner", type=int, default=None, help=argparse.SUPPRESS)  # the run valgrind counts
     args = parser.parse_args()
     if args.inner is not None:
-        _cycles(args.queue, args.inner, args.later, args.runners_up)
+        _cycles(args.queue, args.inner, args.later, args.changed, args.runners_up)
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt install valgrind)")
     one, three = _counted(args, 1), _counted(args, 3)
     print(
-        f"{args.queue} queue{', 5 s later each cycle' if args.later else ''}: "
+        f"{args.queue} queue{', 5 s later each cycle' if args.later else ''}"
+        f"{', a tenth of the pools changed each cycle' if args.changed else ''}: "
         f"{(three - one) / 2 / 1e6:.0f} M instructions per cycle"
     )
 

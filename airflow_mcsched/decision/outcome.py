@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 from airflow_mcsched.decision.reasons import Reason
 from airflow_mcsched.decision.reservation import Reservation
-from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.frozen_init import quick_init
 
 
 class Outcome(StrEnum):

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_mcsched.decision.policy import ANY_GPU_TYPE, TeamQuota
-from airflow_mcsched.frozen_init import quick_init
+from airflow_mcsched.view.frozen_init import quick_init
 
 
 @quick_init

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
 
-from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.frozen_init import quick_init
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey
 
 _gpu_equivalent = attrgetter("gpu_equivalent")

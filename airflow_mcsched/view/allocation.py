@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_mcsched.frozen_init import quick_init
+from airflow_mcsched.view.frozen_init import quick_init
 
 
 @quick_init

@@ -5,8 +5,10 @@ The engine remembers what it works out per capacity object and finds it again by
 equal content would cost that work twice. A read keeps the object of the pool's last read when the
 pool is unchanged (builder.py), and a cycle that places what an earlier one placed reaches the
 objects that one reached; but other paths lead to equal content too: grants made in another order,
-a pool read back as it was two reads ago, a read that shows the pods a cycle granted where it
-placed them. Measured on the engine benchmark's cycles after reads where a tenth of the pools
+other grants that leave a pool as an earlier cycle left it, a pool read back as it was two reads
+ago. (A read that shows the pods a cycle granted is mostly not one of them: the reader lists a
+node's GPUs free first, `access/kube_reader.py`, where a grant takes the GPUs its node choice
+named.) Measured on the engine benchmark's cycles after reads where a tenth of the pools
 changed, about a third of the pools a ranking had to judge again were equal to what it had judged.
 """
 

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from airflow_mcsched.access.capacity import MILLI_PER_GPU
-from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.frozen_init import quick_init
 
 
 @quick_init

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from airflow_mcsched.frozen_init import quick_init
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.frozen_init import quick_init
 from airflow_mcsched.view.histogram import FreeGpuHistogram
 from airflow_mcsched.view.node_capacity import NodeCapacity
 

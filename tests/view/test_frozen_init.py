@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from airflow_mcsched.frozen_init import quick_init
+from airflow_mcsched.view.frozen_init import quick_init
 
 
 def _pair(**fields_):
