@@ -8,6 +8,7 @@ directly for about half that. Instances stay frozen: assigning to a field still 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import MISSING, fields, is_dataclass
 from types import FunctionType
 from typing import TypeVar, cast
@@ -35,6 +36,9 @@ def quick_init(cls: type[T]) -> type[T]:
             body.append(f"    _set_{f.name}(self, {f.name})")
         elif f.default is not MISSING:  # not a parameter, but set as the generated __init__ sets it
             body.append(f"    _set_{f.name}(self, _default_{f.name})")
+    generated = list(inspect.signature(cls.__init__).parameters)[1:]
+    if generated != [a.partition("=")[0] for a in arguments]:  # an InitVar, say: its value would be lost
+        raise TypeError(f"{cls.__name__}: quick_init would not take the parameters {generated} as they are")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(arguments)}):\n" + ("\n".join(body) or "    pass") + "\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import pytest
 
@@ -64,7 +64,14 @@ def test_refuses_a_class_it_would_get_wrong():
     class WithFactory:
         pods: list = field(default_factory=list)
 
+    @dataclass(frozen=True, slots=True)
+    class WithInitVar:
+        gpus: int
+        scale: InitVar[int] = 1
+
     with pytest.raises(TypeError, match="frozen=True, slots=True"):
         quick_init(Mutable)
+    with pytest.raises(TypeError, match="scale"):
+        quick_init(WithInitVar)
     with pytest.raises(TypeError, match="default_factory"):
         quick_init(WithFactory)
