@@ -21,9 +21,9 @@ from collections.abc import Callable, Hashable
 from enum import Enum
 from typing import Any
 
-from airflow_mcsched.decision.bounded_table import get_or_make
 from airflow_mcsched.decision.pool_stamps import StampBook
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.bounded_table import get_or_make
 from airflow_mcsched.view.capacity_table import canonical
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey

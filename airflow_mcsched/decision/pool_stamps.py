@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow_mcsched.decision.bounded_table import get_or_make
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.bounded_table import get_or_make
 
 MAX_FOLLOWING = 1024
 """Stamps remembered after one stamp, by grant or by clock, before starting afresh (each is kept

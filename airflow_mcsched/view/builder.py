@@ -7,7 +7,7 @@ from datetime import datetime
 
 from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
 from airflow_mcsched.access.profiles import ClusterProfile, NodePool
-from airflow_mcsched.view.capacity_table import canonical
+from airflow_mcsched.view.capacity_table import capacity_of
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import ClusterView, DeclaredLayout, GlobalView, PoolView, share_declared
@@ -115,7 +115,9 @@ def _capacity_of(cluster: str, pool: NodePool, nodes: tuple[NodeCapacity, ...], 
         and last.nodes_excluded == excluded
     ):
         return last
-    capacity = canonical(key, PoolCapacity.of(nodes, pool.gpus_per_node, excluded))
+    capacity = capacity_of(
+        key, nodes, pool.gpus_per_node, excluded, lambda: PoolCapacity.of(nodes, pool.gpus_per_node, excluded)
+    )
     if len(_last_capacity) >= MAX_POOLS_REMEMBERED:
         _last_capacity.clear()
     _last_capacity[key] = capacity

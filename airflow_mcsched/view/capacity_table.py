@@ -14,6 +14,10 @@ changed, about a third of the pools a ranking had to judge again were equal to w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from airflow_mcsched.view.bounded_table import get_or_make
+from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 
 MAX_CAPACITIES = 65536
@@ -22,17 +26,21 @@ MAX_CAPACITIES = 65536
 _by_content: dict[tuple, PoolCapacity] = {}
 
 
-def canonical(pool: tuple[str, str], capacity: PoolCapacity) -> PoolCapacity:
-    """The first object of this pool (cluster, pool name) with `capacity`'s content that is still
-    kept, else `capacity` itself, kept from now on.
+def capacity_of(
+    pool: tuple[str, str],
+    nodes: tuple[NodeCapacity, ...],
+    gpus_per_node: int,
+    nodes_excluded: int,
+    make: Callable[[], PoolCapacity],
+) -> PoolCapacity:
+    """The kept object of this pool (cluster, pool name) and content, else `make()`, kept from now on.
 
     The nodes (names, free GPUs, CPU and memory) and the two counts are everything a capacity's
-    other fields are made from.
+    other fields are made from, so a read looks its content up before making the object.
     """
-    content = (pool, capacity.nodes, capacity.gpus_per_node, capacity.nodes_excluded)
-    known = _by_content.get(content)
-    if known is None:
-        if len(_by_content) >= MAX_CAPACITIES:
-            _by_content.clear()
-        known = _by_content[content] = capacity
-    return known
+    return get_or_make(_by_content, (pool, nodes, gpus_per_node, nodes_excluded), MAX_CAPACITIES, make)
+
+
+def canonical(pool: tuple[str, str], capacity: PoolCapacity) -> PoolCapacity:
+    """The kept object of this pool with `capacity`'s content, else `capacity` itself, kept from now on."""
+    return capacity_of(pool, capacity.nodes, capacity.gpus_per_node, capacity.nodes_excluded, lambda: capacity)
