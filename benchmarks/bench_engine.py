@@ -251,10 +251,19 @@ def new_reads(profiles: list[ClusterProfile], observations: list[ClusterObservat
 
 
 def changed_reads(
-    profiles: list[ClusterProfile], observations: list[ClusterObservation], n: int, rng: random.Random
+    profiles: list[ClusterProfile],
+    observations: list[ClusterObservation],
+    n: int,
+    rng: random.Random,
+    *,
+    drift: bool = False,
 ) -> list[GlobalView]:
     """Views built anew where a tenth of the pools (drawn per view) read differently: the first node
-    of each drawn pool has a little more CPU in use than in any read before (so its capacity is new)."""
+    of each drawn pool has a little more CPU in use than in any read before (so its capacity is new).
+
+    Each view changes the benchmark's own reads, so a pool drawn for one view reads as first in the
+    next. With `drift`, each changes the reads of the view before instead: the fleet drifts, as a
+    live one does, and no pool reads again as it did (what a cycle kept of the first reads ages)."""
     pools = [(o.cluster, node.pool) for o in observations for node in o.nodes]
     pools = list(dict.fromkeys(pools))
     views = []
@@ -271,6 +280,8 @@ def changed_reads(
                     nodes[i] = dataclasses.replace(node, cpu_milli_requested=more)
             changed.append(dataclasses.replace(o, nodes=tuple(nodes)))
         views.append(build_view(profiles, changed, NOW))
+        if drift:
+            observations = changed
     return views
 
 

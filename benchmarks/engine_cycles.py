@@ -3,14 +3,18 @@
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads same,same,same,new,new
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads new,new,new,new,new
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads changed,changed,changed,changed,changed,changed
+    .venv/bin/python benchmarks/engine_cycles.py --queue random --reads drift,drift,drift,drift,drift,drift,drift,drift
     .venv/bin/python benchmarks/engine_cycles.py --queue steps --reads same,same,same,new --busy
     .venv/bin/python benchmarks/engine_cycles.py --queue random --weight whole_nodes=0 --runners-up 0
 
 The fleet and queues of `bench_engine.py` (100 clusters, seed 1). One cycle on the first view
 first, untimed; then one cycle per entry of `--reads`: `same` decides again on that view, `new` on
-a view built anew from the same reads, `changed` on one where a tenth of the pools read differently,
-`later` on the same view 5 s later than the cycle before (the service's admission interval: a
-per-cycle score's values may move with the clock).
+a view built anew from the same reads, `changed` on one where a tenth of the pools read differently
+from the first reads, `drift` on one where a tenth read differently from the view of the `drift`
+before (the fleet drifts: no pool reads again as it did, so what the engine kept of the first reads
+ages; `changed` returns each pool to its first read in the next view), `later` on the same view 5 s
+later than the cycle before (the service's admission interval: a per-cycle score's values may move
+with the clock).
 `bench_engine.py` gives medians per way of reading; this shows how what the engine keeps ages from
 one cycle to the next. Each CPU figure is followed by the part of it that the cyclic garbage
 collector took (`gc`), as `gc.callbacks` report it. Calls are counted under cProfile in a second
@@ -40,6 +44,7 @@ import random
 import time
 import tracemalloc
 from datetime import timedelta
+from functools import partial
 
 from bench_engine import NOW, add_policy_options, changed_reads, filled, fleet_and_queues, new_reads, policy_of
 
@@ -65,6 +70,7 @@ def cycles(
         "later": lambda: view,
         "new": lambda: new_reads(profiles, observations, 1)[0],
         "changed": lambda: changed_reads(profiles, observations, 1, rng)[0],
+        "drift": partial(next, iter(changed_reads(profiles, observations, reads.count("drift"), rng, drift=True))),
     }
     policy = policy or Policy()
     figures = []

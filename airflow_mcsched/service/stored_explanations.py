@@ -11,6 +11,14 @@ rejections and each candidate is made, as a value and as JSON text, once per cyc
 text is its own few fields around those pieces. The text is exactly `json.dumps` of the value
 (tests/service/test_stored_explanations.py), written as is (service/cycle_writes.py); nothing
 changes a stored explanation in place, so rows may share the pieces of their values.
+
+The pieces outlive the cycle (`ExplanationPieces`, one per process): the engine keeps its plans,
+their lists of rejections and its scored candidates from one cycle to the next while the fleet and
+the queue's shapes are the same, and a request still waiting is decided again every cycle. Made
+per cycle, the same 34,000 rejections and 3,500 candidates were encoded again every cycle at 100
+clusters, about two thirds of writing one (benchmarks/bench_service_cycle.py). A list's text (some
+17 MB a cycle there) is not kept, only its digest: the text is joined again from the kept pieces
+when the database lacks the list (cycle_writes.py).
 """
 
 from __future__ import annotations
@@ -18,8 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -31,12 +40,22 @@ _PREFIXES = tuple(f"{_dumps(k)}: " for k in _KEYS)
 _datetime_json = TypeAdapter(datetime | None)  # the model's own rules for its two datetimes
 
 
-class RejectionList(NamedTuple):
-    digest: str
-    """sha256 of `text`: the list's key in `mcsched_rejection_list`."""
-    text: str
-    """`json.dumps(value)`."""
-    rejections: tuple[Rejection, ...]
+class RejectionList:
+    """A list of rejections as stored: its digest, worked out once, and its JSON text, joined again
+    from the rejections' kept texts whenever asked (the database asks only for a list it lacks)."""
+
+    __slots__ = ("_pieces", "digest", "rejections")
+
+    def __init__(self, rejections: tuple[Rejection, ...], pieces: ExplanationPieces) -> None:
+        self.rejections = rejections
+        self._pieces = pieces
+        self.digest = hashlib.sha256(self.text.encode()).hexdigest()
+        """sha256 of `text`: the list's key in `mcsched_rejection_list`."""
+
+    @property
+    def text(self) -> str:
+        """`json.dumps(value)`."""
+        return f"[{', '.join(map(self._pieces.rejection_text, self.rejections))}]"
 
     @property
     def value(self) -> list[dict[str, Any]]:
@@ -66,19 +85,89 @@ def with_rejections(stored: dict[str, Any], rejections: list[Any]) -> dict[str, 
     return out
 
 
-class StoredExplanations:
-    """The stored explanations of one cycle's decisions, each recurring piece made once."""
+_Key = TypeVar("_Key")
+_Held = TypeVar("_Held")
+
+
+def _held(table: dict[Any, tuple[_Key, _Held]], key: _Key, limit: int, make: Callable[[_Key], _Held]) -> _Held:
+    """What `table` keeps for the object `key` (by identity), made by `make(key)` the first time;
+    the entry holds the object, so its id stays its own. Emptied first when it holds `limit` entries."""
+    known = table.get(id(key))
+    if known is not None and known[0] is key:
+        return known[1]
+    if len(table) >= limit:
+        table.clear()
+    value = make(key)
+    table[id(key)] = (key, value)
+    return value
+
+
+class ExplanationPieces:
+    """The JSON of each rejection and candidate, and the digest of each list of rejections, met in
+    any cycle, by the identity of the engine's objects (immutable, so their JSON never changes);
+    bounded, so memory stays bounded whatever the queue."""
+
+    MAX_REJECTIONS = 131_072
+    MAX_LISTS = 16_384
+    MAX_CANDIDATES = 65_536
 
     def __init__(self) -> None:
-        # keyed by the engine object's id; each entry holds the object, so the id stays its own
-        self._rejections: dict[int, tuple[tuple[Rejection, ...], RejectionList]] = {}
         self._rejection_texts: dict[int, tuple[Rejection, str]] = {}
-        self._candidates: dict[int, tuple[ScoredCandidate, dict[str, Any], str]] = {}
+        self._lists: dict[tuple[int, ...], tuple[tuple[Rejection, ...], RejectionList]] = {}
+        self._candidates: dict[int, tuple[ScoredCandidate, tuple[dict[str, Any], str]]] = {}
+
+    def rejection_text(self, rejection: Rejection) -> str:
+        """A rejection's JSON: the lists of requests alike in part share their rejections (those of
+        the pools their plans rule out for good)."""
+        return _held(self._rejection_texts, rejection, self.MAX_REJECTIONS, _rejection_text)
+
+    def rejection_list(self, rejections: tuple[Rejection, ...]) -> RejectionList:
+        """The list of these rejections, found by the rejections' identities: a request that waits
+        again gets a new tuple of them each cycle, mostly of the same objects (the plan's lasting
+        rejections, and the verdicts the engine kept for pools whose capacity is unchanged)."""
+        key = tuple(map(id, rejections))
+        known = self._lists.get(key)
+        if known is not None:  # the entry holds the rejections: their ids are still theirs
+            return known[1]
+        if len(self._lists) >= self.MAX_LISTS:
+            self._lists.clear()
+        listed = self._lists[key] = (rejections, RejectionList(rejections, self))
+        return listed[1]
+
+    def candidate(self, candidate: ScoredCandidate) -> tuple[dict[str, Any], str]:
+        """A candidate's JSON, as a value and as text."""
+        return _held(self._candidates, candidate, self.MAX_CANDIDATES, _candidate_texts)
+
+    def __len__(self) -> int:
+        return len(self._rejection_texts) + len(self._lists) + len(self._candidates)
+
+
+def _rejection_text(rejection: Rejection) -> str:
+    return _dumps(_rejection_json(rejection))
+
+
+def _candidate_texts(candidate: ScoredCandidate) -> tuple[dict[str, Any], str]:
+    value = _candidate_json(candidate)
+    return value, _dumps(value)
+
+
+PIECES = ExplanationPieces()
+"""The process's pieces: every cycle's `StoredExplanations` shares them."""
+
+
+class StoredExplanations:
+    """The stored explanations of one cycle's decisions, each recurring piece made once (`pieces`)."""
+
+    def __init__(self, pieces: ExplanationPieces = PIECES) -> None:
+        self._pieces = pieces
+        self._decided_at: tuple[datetime, str] | None = None
+        self._short: dict[str | None, str] = {}
 
     def __call__(self, decision: PlacementDecision, decided_at: datetime) -> StoredExplanation:
-        chosen = None if decision.placement is None else self._candidate(decision.placement)
-        runners_up = [self._candidate(c) for c in decision.runners_up]
-        rejections = self._rejection_list(decision.rejections)
+        pieces = self._pieces
+        chosen = None if decision.placement is None else pieces.candidate(decision.placement)
+        runners_up = [pieces.candidate(c) for c in decision.runners_up]
+        rejections = pieces.rejection_list(decision.rejections)
         victims = [victim_json(v) for v in decision.victims]
         value = dict(
             zip(
@@ -87,49 +176,40 @@ class StoredExplanations:
                     decision.outcome.value,
                     str(decision.reason),
                     decision.summary,
-                    _datetime_json.dump_python(decided_at, mode="json"),
-                    None if chosen is None else chosen[1],
-                    [c[1] for c in runners_up],
+                    self._time_json(decided_at),
+                    None if chosen is None else chosen[0],
+                    [c[0] for c in runners_up],
                     victims,
                     _datetime_json.dump_python(decision.expected_start, mode="json"),
                 ),
                 strict=True,
             )
         )
+        short = self._short_text
         texts = (
-            _dumps(value["outcome"]),
-            _dumps(value["reason"]),
+            short(value["outcome"]),
+            short(value["reason"]),
             _dumps(value["summary"]),
-            _dumps(value["decided_at"]),
-            "null" if chosen is None else chosen[2],
-            f"[{', '.join(c[2] for c in runners_up)}]",
-            _dumps(victims),
-            _dumps(value["expected_start"]),
+            short(value["decided_at"]),
+            "null" if chosen is None else chosen[1],
+            f"[{', '.join(c[1] for c in runners_up)}]",
+            _dumps(victims) if victims else "[]",
+            short(value["expected_start"]),
         )
         return StoredExplanation(value, "{" + ", ".join(map(str.__add__, _PREFIXES, texts)) + "}", rejections)
 
-    def _rejection_list(self, rejections: tuple[Rejection, ...]) -> RejectionList:
-        known = self._rejections.get(id(rejections))
-        if known is None or known[0] is not rejections:
-            text = f"[{', '.join(map(self._rejection_text, rejections))}]"
-            listed = RejectionList(hashlib.sha256(text.encode()).hexdigest(), text, rejections)
-            known = self._rejections[id(rejections)] = (rejections, listed)
-        return known[1]
+    def _short_text(self, value: str | None) -> str:
+        """The JSON of a value most decisions of a cycle share (outcome, reason, times), made once."""
+        text = self._short.get(value)
+        if text is None:
+            text = self._short[value] = _dumps(value)
+        return text
 
-    def _rejection_text(self, rejection: Rejection) -> str:
-        """A rejection's JSON, made once per cycle: the lists of requests alike in part share their
-        rejections (those of the pools their plans rule out for good)."""
-        known = self._rejection_texts.get(id(rejection))
-        if known is None or known[0] is not rejection:
-            known = self._rejection_texts[id(rejection)] = (rejection, _dumps(_rejection_json(rejection)))
-        return known[1]
-
-    def _candidate(self, candidate: ScoredCandidate) -> tuple[Any, dict[str, Any], str]:
-        known = self._candidates.get(id(candidate))
-        if known is None or known[0] is not candidate:
-            value = _candidate_json(candidate)
-            known = self._candidates[id(candidate)] = (candidate, value, _dumps(value))
-        return known
+    def _time_json(self, decided_at: datetime) -> Any:
+        """The cycle's clock as the model gives it: every decision of a cycle has the same."""
+        if self._decided_at is None or self._decided_at[0] != decided_at:
+            self._decided_at = (decided_at, _datetime_json.dump_python(decided_at, mode="json"))
+        return self._decided_at[1]
 
 
 def victim_json(v: Victim) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from datetime import timedelta
 from airflow_mcsched.decision import Outcome, PlacementDecision, Reason, ScoredCandidate, ScorePart, decide
 from airflow_mcsched.service.placement_mapping import json_of
 from airflow_mcsched.service.schemas import CandidateOut, Explanation, RejectionOut, ScorePartOut
-from airflow_mcsched.service.stored_explanations import StoredExplanations, victim_json
+from airflow_mcsched.service.stored_explanations import ExplanationPieces, StoredExplanations, victim_json
 from airflow_mcsched.view import NodeAllocation
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
 
@@ -120,3 +120,40 @@ def test_figures_that_are_not_finite_numbers_are_stored_as_the_model_stores_them
     assert got.value["chosen"]["parts"][0]["detail"] == {"staging_seconds": None, "gib": None, "home": "ds-1"}
     assert got.value["chosen"]["parts"][0]["weight"] == 2.0 and type(got.value["chosen"]["parts"][0]["weight"]) is float
     assert got.text == json.dumps(got.value)
+
+
+def test_a_later_cycle_stores_from_the_pieces_of_an_earlier_one():
+    """The pieces outlive a cycle: the engine hands the next cycle on a fleet read again the same
+    candidates and plans' lists, and a request that waits again a new tuple of the same rejections.
+    Each is found, not made again, and what is stored is still the model's JSON."""
+    pieces = ExplanationPieces()
+    first, second = _cycle(), _cycle()
+    stored = [StoredExplanations(pieces), StoredExplanations(pieces)]
+    made = [{d.request_id: stored[i](d, NOW) for d in decisions} for i, decisions in enumerate((first, second))]
+    waiting = [d.request_id for d in second if d.outcome is Outcome.WAITING]
+    assert waiting and all(
+        next(d for d in first if d.request_id == r).rejections
+        is not next(d for d in second if d.request_id == r).rejections
+        for r in waiting
+    ), "a waiting request's rejections are a new tuple each cycle"
+    for d in second:
+        before, now = made[0][d.request_id], made[1][d.request_id]
+        assert now.rejections is before.rejections
+        if d.placement is not None:
+            assert now.value["chosen"] is before.value["chosen"]
+        assert now.whole() == json_of(explanation_of(d, NOW))
+        assert now.text == json.dumps(now.value)
+
+
+def test_pieces_stay_bounded_and_a_list_is_joined_again_from_whatever_they_keep():
+    pieces = ExplanationPieces()
+    pieces.MAX_REJECTIONS = pieces.MAX_LISTS = pieces.MAX_CANDIDATES = 2
+    decisions = _cycle()
+    assert max(len(d.rejections) for d in decisions) > 2
+    stored = StoredExplanations(pieces)
+    for d in decisions:
+        got = stored(d, NOW)
+        assert got.whole() == json_of(explanation_of(d, NOW))
+        assert got.rejections.text == json.dumps(got.rejections.value)
+        assert got.rejections.digest == hashlib.sha256(got.rejections.text.encode()).hexdigest()
+        assert len(pieces._rejection_texts) <= 2 and len(pieces._lists) <= 2 and len(pieces._candidates) <= 2
