@@ -48,6 +48,7 @@ class CycleState:
         self.dollar_scores = plugins.dollar_scores
         self.max_observation_age = policy.max_observation_age
         self.memory = plan_memory(view, policy, plugins)
+        self.memory.trim()  # before anything of the cycle reads it
         self.overlay = CapacityOverlay(view)
         # not a bound method: no cycle to collect
         self.running = RunningWork(active, partial(_domain_of, view), self.memory.stamps)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from airflow_mcsched.decision.pool_stamps import StampBook
 from airflow_mcsched.view.allocation import NodeAllocation
@@ -35,6 +35,25 @@ MAX_PLANS = 4096
 MAX_CHANGED = 16384
 MAX_FIT_MEMOS = 4096
 MAX_STATES = 16
+MAX_PER_CAPACITY = 100_000
+"""Entries a memory keeps per capacity object (verdicts and bounds per demand, scored candidates
+and summaries per setup), all its demands and setups together, before it forgets them at the start
+of a cycle (`PlanMemory.trim`). Each table has its own bound too, but there is one per demand and
+per setup: on a fleet whose reads drift (every read a new capacity object for some pools), those
+alone let 1,000 all-different requests at 100 clusters keep some 350 MB."""
+TRIM_EVERY = 16
+"""Cycles between two looks at how much a memory keeps per capacity object."""
+
+
+class PerCapacity(Protocol):
+    """What a setup keeps per capacity object (pool_judgement.Setup): its memo, shared by the setups
+    alike in demand and dynamic scores, and what it alone keeps."""
+
+    memo: dict
+
+    def remembered(self) -> int: ...
+
+    def forget_per_capacity(self) -> None: ...
 
 
 class Change(Enum):
@@ -70,6 +89,7 @@ class PlanMemory:
     __slots__ = (
         "_changed",
         "_clocks",
+        "_cycles",
         "_shared",
         "_states",
         "_states_after",
@@ -100,6 +120,26 @@ class PlanMemory:
         self._states: dict[tuple, tuple[tuple[PoolCapacity, ...], object]] = {}
         self._states_after: dict[tuple[object, int, int], tuple[PoolCapacity, object]] = {}
         self._shared: dict[Hashable, SharedPlans] = {}
+        self._cycles = 0
+
+    def trim(self) -> bool:
+        """At the start of a cycle, every `TRIM_EVERY` cycles: forget what is kept per capacity
+        object when it is more than `MAX_PER_CAPACITY` entries (and say so). Plans, setups and where
+        rankings start stay; the verdicts, candidates and summaries of the pools a cycle meets are
+        worked out again as they are on a new read. No decision depends on what is remembered."""
+        self._cycles += 1
+        if self._cycles % TRIM_EVERY:
+            return False
+        setups: list[PerCapacity] = [s for shared in self._shared.values() for s in shared.setups.values()]
+        memos = {id(m): m for m in self.fit_memo.values()}
+        memos.update((id(s.memo), s.memo) for s in setups)  # a memo dropped from `fit_memo` a setup still uses
+        if sum(map(len, memos.values())) + sum(s.remembered() for s in setups) <= MAX_PER_CAPACITY:
+            return False
+        for memo in memos.values():
+            memo.clear()
+        for setup in setups:
+            setup.forget_per_capacity()
+        return True
 
     def changed(
         self, pool: PoolKey, capacity: PoolCapacity, pods: tuple[NodeAllocation, ...], how: Change

@@ -87,6 +87,16 @@ class Setup:
     """Admitted summaries by the identity of the candidates they name (admission.py)."""
     _lasting_counts: ReasonCounts | None = None
 
+    def remembered(self) -> int:
+        """Entries this setup alone keeps per capacity object (its memo is shared: `plan_cache.trim`)."""
+        return len(self.scored) + len(self.summaries)
+
+    def forget_per_capacity(self) -> None:
+        """Drop what is kept per capacity object: verdicts and bounds, candidates, summaries."""
+        self.memo.clear()
+        self.scored.clear()
+        self.summaries.clear()
+
     def lasting_counts(self) -> ReasonCounts:
         """The plan's lasting rejections' reasons counted (reason_tally.py): the most of a waiting
         request's tally, worked out when the first request of the setup waits (most never do)."""

@@ -15,6 +15,7 @@ from airflow_mcsched.access.profiles import (
     WorkKind,
 )
 from airflow_mcsched.decision import Outcome, Policy, Reason, TeamQuota, WeightOverride, decide, plan_cache
+from airflow_mcsched.decision.admission import DEFAULT_PLUGINS
 from airflow_mcsched.view.snapshot import GlobalView
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
 
@@ -253,6 +254,47 @@ def test_memory_holds_a_bounded_number_of_layouts():
     for view in views:
         decide(view, [request(gpus=1)], [], Policy(), NOW)
     assert plan_cache.remembered_layouts() == plan_cache.MAX_LAYOUTS
+
+
+def _per_capacity(memory: plan_cache.PlanMemory) -> tuple[int, int]:
+    """(verdicts and bounds in the memory's fit memos, candidates and summaries of its setups)."""
+    setups = [s for shared in memory._shared.values() for s in shared.setups.values()]
+    return sum(map(len, memory.fit_memo.values())), sum(s.remembered() for s in setups)
+
+
+def test_a_memory_keeping_too_much_per_capacity_forgets_it_and_keeps_its_plans(monkeypatch):
+    """A fleet whose reads drift makes new capacity objects every read, and what is kept per capacity
+    object (one table per demand and per setup) grows with them: past `MAX_PER_CAPACITY` entries, a
+    memory forgets all of it at the start of a cycle, looking every `TRIM_EVERY` cycles."""
+    view = random_view(random.Random(3))
+    rng = random.Random(3)
+    queue, running = random_queue(rng, 30), random_running(rng, view)
+    decide(view, queue, running, Policy(), NOW)
+    memory = plan_cache.plan_memory(view, Policy(), DEFAULT_PLUGINS)
+    verdicts, candidates = _per_capacity(memory)
+    assert verdicts and candidates
+    plans = {id(shared): (len(shared.plans), len(shared.setups)) for shared in memory._shared.values()}
+    monkeypatch.setattr(plan_cache, "TRIM_EVERY", 3)
+    monkeypatch.setattr(plan_cache, "MAX_PER_CAPACITY", verdicts + candidates)  # not more than it: kept
+    assert [memory.trim() for _ in range(3)] == [False, False, False]
+    assert _per_capacity(memory) == (verdicts, candidates)
+    monkeypatch.setattr(plan_cache, "MAX_PER_CAPACITY", verdicts + candidates - 1)
+    looks = [memory.trim() for _ in range(3)]
+    assert looks.count(True) == 1  # looked at once in three cycles
+    assert _per_capacity(memory) == (0, 0)
+    assert {id(shared): (len(shared.plans), len(shared.setups)) for shared in memory._shared.values()} == plans
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+def test_decisions_of_a_memory_that_forgets_at_every_cycle_are_equal(monkeypatch, policy_name):
+    monkeypatch.setattr(plan_cache, "TRIM_EVERY", 1)
+    monkeypatch.setattr(plan_cache, "MAX_PER_CAPACITY", 0)
+    rng = random.Random(7)
+    policy = POLICIES[policy_name]
+    views = [random_view(random.Random(7), reads=random.Random(70 + i)) for i in range(3)]
+    cycles = [(view, random_queue(rng, 25), random_running(rng, view)) for view in (*views, views[0])]
+    remembered = [decide(view, q, running, policy, NOW) for view, q, running in cycles]
+    assert remembered == [_uncached(view, q, running, policy, NOW) for view, q, running in cycles]
 
 
 def test_a_cluster_growing_stale_is_judged_at_each_clock_reading():
