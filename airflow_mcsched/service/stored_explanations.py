@@ -138,9 +138,6 @@ class ExplanationPieces:
         """A candidate's JSON, as a value and as text."""
         return _held(self._candidates, candidate, self.MAX_CANDIDATES, _candidate_texts)
 
-    def __len__(self) -> int:
-        return len(self._rejection_texts) + len(self._lists) + len(self._candidates)
-
 
 def _rejection_text(rejection: Rejection) -> str:
     return _dumps(_rejection_json(rejection))
