@@ -184,21 +184,11 @@ class PlanMemory:
     def cluster_verdicts(self, clock: Hashable, judge: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Request-independent cluster verdicts at one `clock` (now and the clusters' read times:
         staleness)."""
-        verdicts = self._clocks.get(clock)
-        if verdicts is None:
-            if len(self._clocks) >= MAX_CLOCKS:
-                self._clocks.clear()
-            verdicts = self._clocks[clock] = judge()
-        return verdicts
+        return get_or_make(self._clocks, clock, MAX_CLOCKS, judge)
 
     def fit_memo_for(self, key: Hashable) -> dict[tuple[int, int], tuple]:
         """Fit verdicts of one demand (and its dynamic scores) by pool and capacity object."""
-        memo = self.fit_memo.get(key)
-        if memo is None:
-            if len(self.fit_memo) >= MAX_FIT_MEMOS:
-                self.fit_memo = {}
-            memo = self.fit_memo[key] = {}
-        return memo
+        return get_or_make(self.fit_memo, key, MAX_FIT_MEMOS, dict)
 
     def shared(self, verdicts: Hashable) -> SharedPlans:
         """Plans for this set of cluster verdicts (the clusters ruled out, with their messages)."""

@@ -369,10 +369,13 @@ def _fewest_then_cheapest(
 
 def _fewest_largest_first(node: NodeCapacity, by_size: list[VictimChoice], demand: Demand) -> int | None:
     """The smallest k for which `_frees_enough(node, by_size[:k], demand)`, or None: the sums (and,
-    once a share is asked or stopped, the pods to give back) carried from one k to the next."""
+    once a share is asked or stopped, the node given back the pods so far) carried from one k to
+    the next. Each pod is given back once, in order, as `give_back_all` of them all would (it gives
+    back each in turn), so a search over many shares stays linear in its victims."""
     gpus = cpu = mem = 0
     name = node.name
-    given: list[NodeAllocation] = []  # the pods so far, for `_frees_enough`'s node given them back
+    back = node  # the node given back the pods before `pending`
+    pending: list[NodeAllocation] = []  # pods so far not given back to `back` yet
     shared = bool(demand.gpu_milli)
     for k, v in enumerate(by_size, start=1):
         for a in v.reservation.pods:
@@ -380,12 +383,13 @@ def _fewest_largest_first(node: NodeCapacity, by_size: list[VictimChoice], deman
                 gpus += a.gpus
                 cpu += a.cpu_milli
                 mem += a.memory_mib
-                given.append(a)
+                pending.append(a)
                 shared = shared or bool(a.gpu_milli)
         if node.cpu_milli_free + cpu < demand.cpu_milli or node.memory_mib_free + mem < demand.memory_mib:
             continue
         if shared:
-            if _gpus_fit(node.give_back_all(given), demand):
+            back, pending = back.give_back_all(pending), []
+            if _gpus_fit(back, demand):
                 return k
         elif node.whole_gpus_free + gpus >= demand.gpus:
             return k

@@ -439,6 +439,31 @@ def test_the_fewest_victims_on_a_node_are_found_as_by_checking_each_prefix(seed)
     assert preemption._fewest_largest_first(node, by_size, demand) == by_prefix
 
 
+def test_a_search_over_many_shares_gives_each_pod_back_once(monkeypatch):
+    """Forty victims each holding a share of one GPU of a full node, and a pod asking a whole GPU:
+    the search gives each victim's pod back once (not every pod so far at each step), and finds
+    the prefix that checking each one finds."""
+    node = NodeCapacity.of("n", (0,) * 8, 64_000, 512_000, 64_000, 512_000)
+    victims = []
+    for i in range(40):
+        r = reservation(f"v{i:02}", "c", "big", "n", interruptible=True, priority=0)
+        pods = (NodeAllocation("n", 0, 200, 100, 100, (i % 8,)),)
+        victims.append(preemption.VictimChoice(dataclasses.replace(r, pods=pods), Reason.PREEMPTED_BY_PRIORITY))
+    by_size = sorted(victims, key=preemption._size_order)
+    demand = Demand(1, 1, 0, 1000, 1024)
+    by_prefix = next(k for k in range(1, 41) if preemption._frees_enough(node, by_size[:k], demand))
+    given: list[int] = []
+    give_back_all = NodeCapacity.give_back_all
+
+    def counted(self: NodeCapacity, pods: list[NodeAllocation]) -> NodeCapacity:
+        given.append(len(pods))
+        return give_back_all(self, pods)
+
+    monkeypatch.setattr(NodeCapacity, "give_back_all", counted)
+    assert preemption._fewest_largest_first(node, by_size, demand) == by_prefix > 8
+    assert sum(given) == by_prefix  # each pod once
+
+
 def test_what_a_per_cycle_score_gave_free_of_the_cycle_is_kept_only_while_it_still_is():
     """`whole_nodes` on a node with none of our work of known end reads neither the clock nor the
     running work, so a later cycle takes that verdict and candidate as they were (stamped with the
