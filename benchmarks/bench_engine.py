@@ -21,8 +21,9 @@ import dataclasses
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 
 from airflow_mcsched.access.capacity import ClusterObservation, NodeObservation
 from airflow_mcsched.access.profiles import ClusterProfile, DataLocality, NodePool, WorkKind
@@ -258,16 +259,27 @@ def changed_reads(
     *,
     drift: bool = False,
 ) -> list[GlobalView]:
-    """Views built anew where a tenth of the pools (drawn per view) read differently: the first node
-    of each drawn pool has a little more CPU in use than in any read before (so its capacity is new).
+    """`n` views of `changed_views`, made now."""
+    return list(islice(changed_views(profiles, observations, rng, drift=drift), n))
+
+
+def changed_views(
+    profiles: list[ClusterProfile],
+    observations: list[ClusterObservation],
+    rng: random.Random,
+    *,
+    drift: bool = False,
+) -> Iterator[GlobalView]:
+    """Views built anew, one as each is asked for, where a tenth of the pools (drawn per view) read
+    differently: the first node of each drawn pool has a little more CPU in use than in any read
+    before (so its capacity is new).
 
     Each view changes the benchmark's own reads, so a pool drawn for one view reads as first in the
     next. With `drift`, each changes the reads of the view before instead: the fleet drifts, as a
     live one does, and no pool reads again as it did (what a cycle kept of the first reads ages)."""
     pools = [(o.cluster, node.pool) for o in observations for node in o.nodes]
     pools = list(dict.fromkeys(pools))
-    views = []
-    for _ in range(n):
+    while True:
         drawn = set(rng.sample(pools, len(pools) // 10))
         changed = []
         for o in observations:
@@ -279,10 +291,9 @@ def changed_reads(
                     more = node.cpu_milli_requested + next(_reads_changed)
                     nodes[i] = dataclasses.replace(node, cpu_milli_requested=more)
             changed.append(dataclasses.replace(o, nodes=tuple(nodes)))
-        views.append(build_view(profiles, changed, NOW))
+        yield build_view(profiles, changed, NOW)
         if drift:
             observations = changed
-    return views
 
 
 _reads_changed = iter(range(1, 10**9))  # each changed read differs from every read before it

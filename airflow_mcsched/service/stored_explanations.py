@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, TypeVar
 from pydantic import TypeAdapter
 
 from airflow_mcsched.decision import PlacementDecision, Rejection, ScoredCandidate, Victim
+from airflow_mcsched.view.bounded_table import get_or_make
 
 _dumps = json.dumps  # SQLAlchemy's JSON type encodes with it too: the same text either way
 _KEYS = ("outcome", "reason", "summary", "decided_at", "chosen", "runners_up", "victims", "expected_start")
@@ -125,14 +126,14 @@ class ExplanationPieces:
         """The list of these rejections, found by the rejections' identities: a request that waits
         again gets a new tuple of them each cycle, mostly of the same objects (the plan's lasting
         rejections, and the verdicts the engine kept for pools whose capacity is unchanged)."""
-        key = tuple(map(id, rejections))
-        known = self._lists.get(key)
-        if known is not None:  # the entry holds the rejections: their ids are still theirs
-            return known[1]
-        if len(self._lists) >= self.MAX_LISTS:
-            self._lists.clear()
-        listed = self._lists[key] = (rejections, RejectionList(rejections, self))
-        return listed[1]
+        # the entry holds the rejections: the ids in its key are still theirs
+        entry = get_or_make(
+            self._lists,
+            tuple(map(id, rejections)),
+            self.MAX_LISTS,
+            lambda: (rejections, RejectionList(rejections, self)),
+        )
+        return entry[1]
 
     def candidate(self, candidate: ScoredCandidate) -> tuple[dict[str, Any], str]:
         """A candidate's JSON, as a value and as text."""
