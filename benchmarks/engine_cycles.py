@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads new,new,new,new,new
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads changed,changed,changed,changed,changed,changed
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads drift,drift,drift,drift,drift,drift,drift,drift
+    .venv/bin/python benchmarks/engine_cycles.py --queue random --reads 'drift*60' --passes cpu
     .venv/bin/python benchmarks/engine_cycles.py --queue steps --reads same,same,same,new --busy
     .venv/bin/python benchmarks/engine_cycles.py --queue random --weight whole_nodes=0 --runners-up 0
 
@@ -21,6 +22,11 @@ collector took (`gc`), as `gc.callbacks` report it. Calls are counted under cPro
 pass over the same views (the figures of one cycle, not its time); memory in a third, under
 tracemalloc: what the engine keeps after each cycle (its result dropped), the untimed first cycle
 included (`first`).
+
+`NAME*N` in `--reads` stands for N cycles of one way of reading; with 20 cycles or more, a last
+line gives each way's median CPU ms over all its cycles and over the second half of them: on
+drifting reads a start kept from an early cycle goes on ageing for dozens of cycles, so a short run
+understates what a live fleet costs (`--passes cpu` skips the slower passes).
 
 `--weight SCORE=W` and `--runners-up N` measure a policy other than the default (as in
 `bench_engine.py`): what the per-cycle score, or the runners-up explained, cost a cycle.
@@ -41,6 +47,7 @@ import cProfile
 import gc
 import pstats
 import random
+import statistics
 import time
 import tracemalloc
 from datetime import timedelta
@@ -138,17 +145,50 @@ def _kept_mb() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queue", choices=["steps", "random"], default="random")
-    parser.add_argument("--reads", default="same,same,same,new,new")
+    parser.add_argument(
+        "--reads", default="same,same,same,new,new", help="ways of reading, in order; NAME*N for N cycles of one"
+    )
+    parser.add_argument(
+        "--passes", default="cpu,calls,memory", help="which of the passes cpu, calls, memory to run (all three)"
+    )
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--busy", action="store_true", help="on a full fleet (see above)")
     add_policy_options(parser)
     args = parser.parse_args()
-    reads = args.reads.split(",")
+    reads = _expanded(args.reads)
     policy = policy_of(args)
+    passes = args.passes.split(",")
     for figure, label in (("cpu", "CPU ms"), ("calls", "calls"), ("memory", "MB kept")):
+        if figure not in passes:
+            continue
         figures = cycles(args.queue, reads, args.clusters, figure, args.busy, policy)
         names = ["first", *reads] if figure == "memory" else reads
         print(f"{label}: " + " ".join(f"{h}={f}" for h, f in zip(names, figures, strict=True)))
+        if figure == "cpu" and len(reads) >= 20:
+            print("CPU ms " + _long_run(reads, [float(f.split()[0]) for f in figures]))
+
+
+def _expanded(reads: str) -> list[str]:
+    """`same,drift*3` -> ['same', 'drift', 'drift', 'drift']."""
+    out = []
+    for part in reads.split(","):
+        name, _, times = part.partition("*")
+        out += [name] * (int(times) if times else 1)
+    return out
+
+
+def _long_run(reads: list[str], ms: list[float]) -> str:
+    """Per way of reading, over many cycles: the median of all, and of the second half (what the
+    engine keeps has aged by then), with the range of the second half."""
+    parts = []
+    for how in dict.fromkeys(reads):
+        mine = [m for h, m in zip(reads, ms, strict=True) if h == how]
+        late = mine[len(mine) // 2 :]
+        parts.append(
+            f"{how}: median {statistics.median(mine):.0f} over {len(mine)} cycles, "
+            f"{statistics.median(late):.0f} over the last {len(late)} ({min(late):.0f}-{max(late):.0f})"
+        )
+    return "; ".join(parts)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     remember_start(ctx, setup, ranking)
     if not out.feasible:
         _scan(ctx, setup, out)
-        if fits_nowhere is not None and all(r.reason in CAPACITY_REASONS for _, r in out.judged):
+        if fits_nowhere is not None and {r.reason for _, r in out.judged} <= CAPACITY_REASONS:
             ctx.cycle.fits_nowhere[fits_nowhere] = (ctx.cycle.overlay.version, setup.plan.rejections, tuple(out.judged))
     return out
 
@@ -90,13 +90,19 @@ def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
     assert isinstance(judged, list), "a scan records into its own evaluation, not a shared one"
     cluster_rejected: dict[str, bool] = {}
     live_filters = setup.by_cluster or setup.by_capacity  # else no check before the verdict's
+    memo = setup.memo
     for _, ordinal, cluster, pool, _ in setup.plan.eligible:
         if cluster_rejected.get(cluster.name):
             continue
         capacity = changed.get(ordinal) or overlay.capacity(pool)
         rejection = live_rejection(ctx, setup, cluster, pool, capacity, None) if live_filters else None
         if rejection is None:
-            verdict = exact(ctx, setup, cluster, pool, capacity)[1][0]  # type: ignore[index]  # exact's: a verdict
+            # `exact`'s memo read here where it holds in any cycle (a request that waits on a full fleet
+            # scans a hundred pools or more, and most are rejections judged before)
+            known = memo.get((ordinal, id(capacity)))
+            if known is None or known[0] is not capacity or known[1] is None or known[3] is not None:
+                known = exact(ctx, setup, cluster, pool, capacity)
+            verdict = known[1][0]  # type: ignore[index]  # exact's: a verdict
             if isinstance(verdict, Rejection):
                 rejection = (ordinal, verdict)
             else:

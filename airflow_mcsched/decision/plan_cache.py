@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from airflow_mcsched.decision.pool_stamps import StampBook
 from airflow_mcsched.view.allocation import NodeAllocation
-from airflow_mcsched.view.bounded_table import get_or_make
+from airflow_mcsched.view.bounded_table import get_or_make, held
 from airflow_mcsched.view.capacity_table import canonical
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey
@@ -53,7 +53,8 @@ class PerCapacity(Protocol):
 
     def remembered(self) -> int: ...
 
-    def forget_per_capacity(self) -> None: ...
+    def forget_per_capacity(self) -> None:
+        """Drop what the setup alone keeps per capacity object (`trim` empties the memos)."""
 
 
 class Change(Enum):
@@ -213,15 +214,12 @@ def _policy_value(policy: object) -> Hashable:
     """What the memory of a policy is found by: its value, so that every caller whose policy is
     equal (one read again from its file, a copy) reaches the same memory, and one that differs in
     any field never does. Policies are frozen models, so an object's value is worked out once."""
-    known = _policy_values.get(id(policy))
-    if known is not None and known[0] is policy:  # held in the entry: its id is its own
-        return known[1]
+    return held(_policy_values, policy, MAX_LAYOUTS * MAX_POLICIES, _value_of)
+
+
+def _value_of(policy: object) -> Hashable:
     dump = getattr(policy, "model_dump_json", None)
-    value = (type(policy), dump()) if dump is not None else policy
-    if len(_policy_values) >= MAX_LAYOUTS * MAX_POLICIES:
-        _policy_values.clear()
-    _policy_values[id(policy)] = (policy, value)
-    return value
+    return (type(policy), dump()) if dump is not None else policy
 
 
 def plan_memory(view: GlobalView, policy: object, plugins: object) -> PlanMemory:

@@ -92,8 +92,8 @@ class Setup:
         return len(self.scored) + len(self.summaries)
 
     def forget_per_capacity(self) -> None:
-        """Drop what is kept per capacity object: verdicts and bounds, candidates, summaries."""
-        self.memo.clear()
+        """Drop what this setup alone keeps per capacity object: candidates and summaries (its
+        verdicts and bounds are in its memo, which setups share: `plan_cache.trim` empties it)."""
         self.scored.clear()
         self.summaries.clear()
 

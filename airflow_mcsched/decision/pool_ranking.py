@@ -129,43 +129,37 @@ class PoolRanking:
         as `_refresh` puts them. When most do (a new capacity read), return False: starting
         afresh then costs less than putting each back, and the start is out of date."""
         order, version, level, judged_on = start.state(ctx, setup)
-        stale = [] if start.capacity_state is ctx.cycle.capacity_state else self._stale(overlay, judged_on)
+        stale = [] if start.capacity_state is ctx.cycle.capacity_state else self._stale(overlay, judged_on.items())
         if 2 * len(stale) > len(judged_on):
             return False
         self._order, self._version, self._level = order, dict(version), dict(level)
         self._judged_on = dict(judged_on)
-        self._refresh(ctx, setup, overlay, stale)
+        self._refresh(ctx, setup, stale)
         return True
 
-    def _stale(self, overlay: CapacityOverlay, judged_on: dict[int, PoolCapacity]) -> list[int]:
-        """The judged pools whose capacity is no longer the object they were judged on.
+    def _stale(
+        self, overlay: CapacityOverlay, judged: Iterable[tuple[int, PoolCapacity]]
+    ) -> list[tuple[int, PoolCapacity]]:
+        """Of these judged pools, each with the capacity object it was judged on, those whose
+        capacity is another object now, each with that object.
 
         A pool still at its most optimistic value is never stale: that value does not read capacity.
         """
         changed, static = overlay.by_ordinal, self._static
-        return [
-            o for o, judged in judged_on.items() if (changed.get(o) or overlay.capacity(static[o][3])) is not judged
-        ]
+        return [(o, c) for o, j in judged if (c := changed.get(o) or overlay.capacity(static[o][3])) is not j]
 
-    def _refresh(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay, ordinals: Iterable[int]) -> None:
-        """Those of these pools that were judged on another capacity object than they have now go back
-        in at their optimistic value on it (in any order: entries never tie), or out when that is
-        known not to fit.
+    def _refresh(self, ctx: RequestContext, setup: Setup, stale: list[tuple[int, PoolCapacity]]) -> None:
+        """These pools (`_stale`'s) go back in at their optimistic value on the capacity they have now
+        (in any order: entries never tie), or out when that is known not to fit.
 
         Worked out here, not left at the plan's most optimistic value for a pop to refine: a pool
         whose capacity a grant changed was judged because it ranked near the top, so it is mostly
         popped again, and refining it on the way in saves that pop and the push after it.
         """
-        changed, static, heap = overlay.by_ordinal, self._static, self._heap
+        static, heap = self._static, self._heap
         level, version, judged_on = self._level, self._version, self._judged_on
-        for ordinal in ordinals:
-            judged = judged_on.get(ordinal)
-            if judged is None:
-                continue  # still at its start value, which reads no capacity (or not this plan's)
+        for ordinal, capacity in stale:
             _, _, cluster, pool, _ = entry = static[ordinal]
-            capacity = changed.get(ordinal) or overlay.capacity(pool)
-            if judged is capacity:
-                continue
             judged_on[ordinal] = capacity
             v = version[ordinal] = version.get(ordinal, 0) + 1
             bound = optimistic(ctx, setup, cluster, pool, capacity)
@@ -183,15 +177,18 @@ class PoolRanking:
         return RankingStart(judged, capacity_state)
 
     def _sync(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay) -> None:
-        """Refined pools whose capacity changed since the last use go back in (`_refresh`): those the
-        log names, or, when it names more, those whose capacity object differs."""
+        """Refined pools whose capacity changed since the last use go back in (`_refresh`): of those
+        the log names, or of every judged pool when it names more, those whose capacity object
+        differs."""
         log, since = overlay.log, self._synced
         if since == len(log):
             return
         self._synced = len(log)
-        # the judged pools themselves when the log names more (`_refresh` changes no key of them)
-        named = set(log[since:]) if len(log) - since < len(self._judged_on) else self._judged_on
-        self._refresh(ctx, setup, overlay, named)
+        judged_on = self._judged_on
+        judged: Iterable[tuple[int, PoolCapacity]] = judged_on.items()
+        if len(log) - since < len(judged_on):  # fewer named than judged: those named, if judged
+            judged = [(o, j) for o in set(log[since:]) if (j := judged_on.get(o)) is not None]
+        self._refresh(ctx, setup, self._stale(overlay, judged))
 
     def best(self, ctx: RequestContext, setup: Setup, want: int) -> list[Feasible]:
         overlay = ctx.cycle.overlay

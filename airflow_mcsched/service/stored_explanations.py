@@ -26,14 +26,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
 from airflow_mcsched.decision import PlacementDecision, Rejection, ScoredCandidate, Victim
-from airflow_mcsched.view.bounded_table import get_or_make
+from airflow_mcsched.view.bounded_table import get_or_make, held
 
 _dumps = json.dumps  # SQLAlchemy's JSON type encodes with it too: the same text either way
 _KEYS = ("outcome", "reason", "summary", "decided_at", "chosen", "runners_up", "victims", "expected_start")
@@ -86,23 +85,6 @@ def with_rejections(stored: dict[str, Any], rejections: list[Any]) -> dict[str, 
     return out
 
 
-_Key = TypeVar("_Key")
-_Held = TypeVar("_Held")
-
-
-def _held(table: dict[Any, tuple[_Key, _Held]], key: _Key, limit: int, make: Callable[[_Key], _Held]) -> _Held:
-    """What `table` keeps for the object `key` (by identity), made by `make(key)` the first time;
-    the entry holds the object, so its id stays its own. Emptied first when it holds `limit` entries."""
-    known = table.get(id(key))
-    if known is not None and known[0] is key:
-        return known[1]
-    if len(table) >= limit:
-        table.clear()
-    value = make(key)
-    table[id(key)] = (key, value)
-    return value
-
-
 class ExplanationPieces:
     """The JSON of each rejection and candidate, and the digest of each list of rejections, met in
     any cycle, by the identity of the engine's objects (immutable, so their JSON never changes);
@@ -120,7 +102,7 @@ class ExplanationPieces:
     def rejection_text(self, rejection: Rejection) -> str:
         """A rejection's JSON: the lists of requests alike in part share their rejections (those of
         the pools their plans rule out for good)."""
-        return _held(self._rejection_texts, rejection, self.MAX_REJECTIONS, _rejection_text)
+        return held(self._rejection_texts, rejection, self.MAX_REJECTIONS, _rejection_text)
 
     def rejection_list(self, rejections: tuple[Rejection, ...]) -> RejectionList:
         """The list of these rejections, found by the rejections' identities: a request that waits
@@ -137,7 +119,7 @@ class ExplanationPieces:
 
     def candidate(self, candidate: ScoredCandidate) -> tuple[dict[str, Any], str]:
         """A candidate's JSON, as a value and as text."""
-        return _held(self._candidates, candidate, self.MAX_CANDIDATES, _candidate_texts)
+        return held(self._candidates, candidate, self.MAX_CANDIDATES, _candidate_texts)
 
 
 def _rejection_text(rejection: Rejection) -> str:

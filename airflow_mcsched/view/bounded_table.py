@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 V = TypeVar("V")
+K = TypeVar("K")
 
 
 def get_or_make(table: dict, key: Hashable, limit: int, make: Callable[[], V]) -> V:
@@ -16,4 +17,19 @@ def get_or_make(table: dict, key: Hashable, limit: int, make: Callable[[], V]) -
         if len(table) >= limit:
             table.clear()
         value = table[key] = make()
+    return value
+
+
+def held(table: dict[int, tuple[Any, V]], key: K, limit: int, make: Callable[[K], V]) -> V:
+    """What `table` keeps for the object `key`, found by its identity (for objects that are not
+    hashable, or whose hash costs more than their identity), made by `make(key)` the first time.
+    The entry holds the object, so the id it is found by stays its own. Emptied first when it holds
+    `limit` entries, as `get_or_make`."""
+    known = table.get(id(key))
+    if known is not None and known[0] is key:
+        return known[1]
+    if len(table) >= limit:
+        table.clear()
+    value = make(key)
+    table[id(key)] = (key, value)
     return value
