@@ -1,6 +1,7 @@
 """Machine instructions one admission cycle takes, counted by valgrind: a figure that does not move.
 
     .venv/bin/python benchmarks/engine_instructions.py [--queue random|steps] [--later | --changed] [--runners-up N]
+    .venv/bin/python benchmarks/engine_instructions.py --busy   # the full fleet: about ten minutes
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/engine_instructions.py   # other code
 
 CPU time on a shared machine moves by a fifth from one run to the next, more than most changes to
@@ -12,6 +13,8 @@ cycles that teach the engine the view; the difference, halved, is what one cycle
 takes, the setup taken out. `--later`: each cycle 5 s after the one before (per-cycle values read
 again). `--changed`: each cycle on a view where a tenth of the pools read differently
 (`bench_engine.changed_reads`, three views made in both runs, so making them is taken out too).
+`--busy`: on the full fleet of `engine_cycles.py --busy`, its running work made first outside
+valgrind (minutes) and read by both counted runs.
 Hash seeds are fixed (`PYTHONHASHSEED=0`), so dict and set orders do not move the count.
 A count is not a time (a cache miss costs more than an instruction), but between versions of the
 engine the two have moved together within a few per cent. Needs valgrind (Debian: `apt install
@@ -26,14 +29,19 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import timedelta
 
 WARM_CYCLES = 2
 LATER = timedelta(seconds=5)
 
 
-def _cycles(queue_kind: str, measured: int, later: bool, changed: bool, runners_up: int | None) -> None:
-    """The cycles valgrind counts: the fleet, the warm cycles and `measured` more."""
+def _cycles(
+    queue_kind: str, measured: int, later: bool, changed: bool, runners_up: int | None, running_file: str | None
+) -> None:
+    """The cycles valgrind counts: the fleet, the warm cycles and `measured` more (on the full fleet
+    whose running work `running_file` holds, when given)."""
+    import pickle
     import random
 
     from bench_engine import NOW, changed_reads, fleet_and_queues
@@ -43,6 +51,9 @@ def _cycles(queue_kind: str, measured: int, later: bool, changed: bool, runners_
     rng = random.Random(1)
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(100, rng)
     queue = templated if queue_kind == "steps" else random_queue
+    if running_file is not None:
+        with open(running_file, "rb") as f:
+            running = pickle.load(f)
     policy = Policy() if runners_up is None else Policy().model_copy(update={"runners_up": runners_up})
     views = [view] * WARM_CYCLES + (
         changed_reads(profiles, observations, 3, rng)[:measured] if changed else [view] * measured
@@ -70,6 +81,7 @@ def _counted(args: argparse.Namespace, measured: int) -> int:
         *(["--later"] if args.later else []),
         *(["--changed"] if args.changed else []),
         *(["--runners-up", str(args.runners_up)] if args.runners_up is not None else []),
+        *(["--running", args.running] if args.running is not None else []),
     ]
     done = subprocess.run(
         command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"}
@@ -86,19 +98,39 @@ def main() -> None:
     parser.add_argument("--later", action="store_true", help="each cycle 5 s after the one before")
     parser.add_argument("--changed", action="store_true", help="each cycle on a view with a tenth of the pools changed")
     parser.add_argument("--runners-up", type=int, default=None, help="runners-up explained (default: the policy's)")
+    parser.add_argument("--busy", action="store_true", help="on the full fleet of `engine_cycles.py --busy`")
     parser.add_argument("--inner", type=int, default=None, help=argparse.SUPPRESS)  # the run valgrind counts
+    parser.add_argument("--running", default=None, help=argparse.SUPPRESS)  # the full fleet's work, pickled
     args = parser.parse_args()
     if args.inner is not None:
-        _cycles(args.queue, args.inner, args.later, args.changed, args.runners_up)
+        _cycles(args.queue, args.inner, args.later, args.changed, args.runners_up, args.running)
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt install valgrind)")
-    one, three = _counted(args, 1), _counted(args, 3)
+    with tempfile.TemporaryDirectory() as folder:
+        if args.busy:  # made once, outside valgrind (minutes), and read by both counted runs
+            args.running = os.path.join(folder, "running.pickle")
+            _fill(args.queue, args.running)
+        one, three = _counted(args, 1), _counted(args, 3)
     print(
-        f"{args.queue} queue{', 5 s later each cycle' if args.later else ''}"
+        f"{args.queue} queue{', full fleet' if args.busy else ''}{', 5 s later each cycle' if args.later else ''}"
         f"{', a tenth of the pools changed each cycle' if args.changed else ''}: "
         f"{(three - one) / 2 / 1e6:.0f} M instructions per cycle"
     )
+
+
+def _fill(queue_kind: str, path: str) -> None:
+    """The running work of the benchmark's full fleet (`bench_engine.filled`), pickled to `path`."""
+    import pickle
+    import random
+
+    from bench_engine import filled, fleet_and_queues
+
+    rng = random.Random(1)
+    _, _, running, view, templated, random_queue = fleet_and_queues(100, rng)
+    queue = templated if queue_kind == "steps" else random_queue
+    with open(path, "wb") as f:
+        pickle.dump(filled((100, queue_kind), view, queue, running), f)
 
 
 if __name__ == "__main__":
