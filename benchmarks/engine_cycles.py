@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads changed,changed,changed,changed,changed,changed
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads drift,drift,drift,drift,drift,drift,drift,drift
     .venv/bin/python benchmarks/engine_cycles.py --queue random --reads 'drift*60' --passes cpu
+    .venv/bin/python benchmarks/engine_cycles.py --queue steps --reads 'newqueue*20' --passes cpu
     .venv/bin/python benchmarks/engine_cycles.py --queue steps --reads same,same,same,new --busy
     .venv/bin/python benchmarks/engine_cycles.py --queue random --weight whole_nodes=0 --runners-up 0
 
@@ -15,7 +16,11 @@ from the first reads, `drift` on one where a tenth read differently from the vie
 before (the fleet drifts: no pool reads again as it did, so what the engine kept of the first reads
 ages; `changed` returns each pool to its first read in the next view), `later` on the same view 5 s
 later than the cycle before (the service's admission interval: a per-cycle score's values may move
-with the clock).
+with the clock), `newqueue` on a new read with a queue of new requests, the one the service meets
+next: for `--queue steps` new runs of the same DAG steps (new ids, arrivals and teams, so the steps'
+plans are kept), for `--queue random` 1,000 new all-different requests (whose plans are all new).
+The other ways decide the same queue again, which is what the service does with the requests that
+wait on a full fleet; on a fleet with room it admits most of a queue once.
 `bench_engine.py` gives medians per way of reading; this shows how what the engine keeps ages from
 one cycle to the next. Each CPU figure is followed by the part of it that the cyclic garbage
 collector took (`gc`), as `gc.callbacks` report it. Calls are counted under cProfile in a second
@@ -45,21 +50,25 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import itertools
 import pstats
 import random
 import statistics
 import time
 import tracemalloc
+from collections.abc import Iterator
 from datetime import timedelta
 from functools import partial
 
 from bench_engine import (
     NOW,
+    TEAMS,
     add_policy_options,
     changed_reads,
     changed_views,
     filled,
     fleet_and_queues,
+    make_queue,
     new_reads,
     policy_of,
 )
@@ -88,7 +97,9 @@ def cycles(
         "changed": lambda: changed_reads(profiles, observations, 1, rng)[0],
         # made one at a time as the cycles ask (under tracemalloc in the memory pass, like the others)
         "drift": partial(next, changed_views(profiles, observations, rng, drift=True)),
+        "newqueue": lambda: new_reads(profiles, observations, 1)[0],
     }
+    new_queues = _new_queues(queue_kind, queue, random.Random(2))
     policy = policy or Policy()
     figures = []
     if figure == "memory":
@@ -99,6 +110,8 @@ def cycles(
     now = NOW
     for how in reads:
         v = views[how]()
+        if how == "newqueue":
+            queue = next(new_queues)
         if how == "later":  # the clock moves on by an admission interval (the service's default, 5 s)
             now += LATER
         if figure == "calls":
@@ -116,6 +129,25 @@ def cycles(
             figures.append(f"{(time.process_time() - start) * 1e3:.0f} (gc {watch.stop():.0f})")
     tracemalloc.stop()
     return figures
+
+
+def _new_queues(queue_kind: str, queue: list, rng: random.Random) -> Iterator[list]:
+    """The queues a service meets next, one per `newqueue` cycle: new runs of the same DAG steps
+    (the steps' requests with new ids, arrivals and teams), or new all-different requests."""
+    for n in itertools.count(1):
+        if queue_kind == "steps":
+            yield [
+                r.model_copy(
+                    update={
+                        "id": f"run{n}-{i:05d}",
+                        "arrival": NOW - timedelta(seconds=rng.randrange(3600)),
+                        "team": rng.choice(TEAMS),
+                    }
+                )
+                for i, r in enumerate(queue)
+            ]
+        else:
+            yield [r.model_copy(update={"id": f"new{n}-{r.id}"}) for r in make_queue(len(queue), rng)]
 
 
 class _CollectorWatch:
