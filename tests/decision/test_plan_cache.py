@@ -343,3 +343,51 @@ def test_reservations_not_yet_seen_are_taken_from_capacity_in_every_cycle():
     assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
     assert decide(view, [request(gpus=1)], [], Policy(), NOW).decisions[0].outcome is Outcome.ADMITTED
     assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
+
+
+def _shared_of(view: GlobalView) -> plan_cache.SharedPlans:
+    (shared,) = plan_cache.plan_memory(view, Policy(), DEFAULT_PLUGINS)._shared.values()
+    return shared
+
+
+def test_full_shared_plans_start_a_generation_that_keeps_what_the_last_cycle_used(monkeypatch):
+    """Past `MAX_PLANS` entries the shared plans start a new generation: what a cycle then finds only
+    in the older one it takes into the new one (the same setup, not one made anew), and what no
+    cycle asked for since goes with the generation before."""
+    view = random_view(random.Random(11))
+    rng = random.Random(11)
+    first, second = random_queue(rng, 20), random_queue(rng, 20)
+    decide(view, first, [], Policy(), NOW)
+    full = _shared_of(view)
+    setups_of_first = dict(full.setups)
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", len(full) - 1)
+    decide(view, second, [], Policy(), NOW)  # a new generation: the first queue's setups are older
+    newer = _shared_of(view)
+    assert newer is not full and newer.older is full
+    only_first = set(setups_of_first) - set(newer.setups)
+    assert only_first  # the second queue did not ask for all of them
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", 10**6)
+    decide(view, first, [], Policy(), NOW)  # found in the older generation, taken into the newer
+    assert _shared_of(view) is newer
+    assert all(newer.setups[key] is setup for key, setup in setups_of_first.items())
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", len(newer) - 1)
+    decide(view, second, [], Policy(), NOW)  # another generation: the one before the full one goes
+    newest = _shared_of(view)
+    assert newest.older is newer and newer.older is None
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", 10**6)
+    decide(view, first, [], Policy(), NOW)
+    assert _shared_of(view) is newest
+    assert all(newest.setups[key] is setup for key, setup in setups_of_first.items())
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+def test_decisions_of_shared_plans_starting_a_generation_at_every_cycle_are_equal(monkeypatch, policy_name):
+    """Plans, setups and ranking starts found in an older generation decide as those made anew."""
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", 0)
+    rng = random.Random(12)
+    policy = POLICIES[policy_name]
+    views = [random_view(random.Random(12), reads=random.Random(120 + i)) for i in range(3)]
+    queues = [random_queue(rng, 25) for _ in range(2)]
+    cycles = [(view, queues[i % 2], random_running(rng, view)) for i, view in enumerate((*views, *views))]
+    remembered = [decide(view, q, running, policy, NOW) for view, q, running in cycles]
+    assert remembered == [_uncached(view, q, running, policy, NOW) for view, q, running in cycles]
