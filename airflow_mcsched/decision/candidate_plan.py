@@ -147,20 +147,20 @@ def _rank_statically(
 
 
 def _column(
-    ctx: RequestContext, shared: SharedPlans, score: Score, key: tuple, passed: Sequence[tuple[ClusterView, PoolView]]
+    ctx: RequestContext, cache: dict, score: Score, key: tuple, passed: Sequence[tuple[ClusterView, PoolView]]
 ) -> list[float]:
     """A static score over the pools that passed, each pool measured once per score signature
     whatever lasting filters let it through: the first column is measured outright (the usual case
     of one plan per signature), later ones reuse its values by fleet position."""
     values_key = ("values", score, key)
-    known = shared.find("plans", values_key)
+    known = cache.get(values_key)
     if known is None:
         column = [score.measure(ctx, c, p, None, ()) for c, p in passed]
-        shared.plans[values_key] = (passed, column)
+        cache[values_key] = (passed, column)
         return column
     if isinstance(known, tuple):  # the first column's values, indexed now that a second one asks
         first_passed, first_column = known
-        known = shared.plans[values_key] = {p.ordinal: v for (_, p), v in zip(first_passed, first_column, strict=True)}
+        known = cache[values_key] = {p.ordinal: v for (_, p), v in zip(first_passed, first_column, strict=True)}
     column = []
     for c, p in passed:
         value = known.get(p.ordinal)
@@ -173,8 +173,7 @@ def _column(
 def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> CandidatePlan:
     """The request's plan, shared with every request alike in the plugins' signatures, in this cycle
     and in later ones on the same view."""
-    shared = shared_plans(ctx, filters)
-    cache = shared.plans
+    cache = shared_plans(ctx, filters).plans
     lasting = [f for f in filters if f.lasting and f.applies(ctx)]
     lasting_key = tuple((f, f.signature(ctx)) for f in lasting)
     weights = ctx.weights
@@ -183,18 +182,18 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
     static = tuple((s, w) for s, w in active if not s.dynamic)
     static_keys = tuple((s, s.signature(ctx)) for s, _ in static)
     plan_key = ("plan", lasting_key, static_keys, tuple(active))
-    plan = shared.find("plans", plan_key)
+    plan = cache.get(plan_key)
     if plan is not None:
-        return plan  # type: ignore[no-any-return]
-    verdicts = shared.find("plans", lasting_key)
+        return plan  # type: ignore[return-value]
+    verdicts = cache.get(lasting_key)
     if verdicts is None:
         verdicts = cache[lasting_key] = _judge(ctx, lasting)
     columns = []
     for s, key in static_keys:
         column_key = ("column", lasting_key, s, key)
-        column = shared.find("plans", column_key)
+        column = cache.get(column_key)
         if column is None:
-            column = cache[column_key] = _column(ctx, shared, s, key, verdicts.passed)
+            column = cache[column_key] = _column(ctx, cache, s, key, verdicts.passed)
         columns.append(column)
     dynamic = tuple((s, w) for s, w in active if s.dynamic)
     eligible = _rank_statically(verdicts.passed, static, columns)

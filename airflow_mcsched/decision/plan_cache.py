@@ -9,10 +9,9 @@ verdicts, rankings, and the capacity left by reservations whose pods the view do
 Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
 
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
-readings, two generations of `MAX_PLANS` plans, `MAX_CHANGED` capacities (and as many capacity
-states), `MAX_STATES` first capacity states and `MAX_FIT_MEMOS` demands' fit verdicts per entry are
-kept, and `MAX_PER_CAPACITY` entries per capacity object in all, so memory stays bounded whatever the
-caller does.
+readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities (and as many capacity states), `MAX_STATES`
+first capacity states and `MAX_FIT_MEMOS` demands' fit verdicts per entry are kept, so memory stays
+bounded whatever the caller does.
 """
 
 from __future__ import annotations
@@ -73,44 +72,16 @@ class SharedPlans:
     """Plans, setups and where rankings start, for one set of cluster verdicts; the candidate search
     fills them.
 
-    When it grows past `MAX_PLANS` entries, the memory starts a new generation with this one as its
-    `older` (and drops the generation before): what a cycle finds only in the older one it takes
-    into the new one (`find`), so what the last cycles used outlives the fresh start, and what no
-    cycle asked for since goes with the older generation. A queue of new all-different requests
-    adds some 3,000 entries a cycle: starting wholly afresh made every other cycle judge the fleet
-    again for the requests the cycle before had met. The fit verdicts stay with a new generation
-    (setups share them, and `PlanMemory.trim` bounds them).
-
-    A cycle holds the object it started with, so replacing it never frees a plan a running cycle
-    still uses. A ranking start is found by its plan's identity: a start and the setup holding its
-    plan are in the same generation or the start is in an older one, so the plan lives while the
-    start can be found.
+    A cycle holds the object it started with, so replacing it (when it grew past `MAX_PLANS`) never
+    frees a plan a running cycle still uses.
     """
 
-    __slots__ = ("older", "plans", "ranking_starts", "setups")
+    __slots__ = ("plans", "ranking_starts", "setups")
 
-    def __init__(self, older: SharedPlans | None = None) -> None:
+    def __init__(self) -> None:
         self.plans: dict[Hashable, Any] = {}
         self.setups: dict[Hashable, Any] = {}
         self.ranking_starts: dict[Hashable, Any] = {}
-        self.older = older
-
-    def __len__(self) -> int:
-        return len(self.plans) + len(self.setups) + len(self.ranking_starts)
-
-    def find(self, table: str, key: Hashable) -> Any:
-        """The entry for `key` in `table` ("plans", "setups" or "ranking_starts"), or else the older
-        generation's, taken into this one; None when neither has it."""
-        mine: dict[Hashable, Any] = getattr(self, table)
-        value = mine.get(key)
-        if value is None and self.older is not None:
-            value = getattr(self.older, table).get(key)
-            if value is not None:
-                mine[key] = value
-        return value
-
-    def generations(self) -> tuple[SharedPlans, ...]:
-        return (self,) if self.older is None else (self, self.older)
 
 
 class PlanMemory:
@@ -160,9 +131,7 @@ class PlanMemory:
         self._cycles += 1
         if self._cycles % TRIM_EVERY:
             return False
-        generations = [g for shared in self._shared.values() for g in shared.generations()]
-        # by identity: a setup found in an older generation is in the new one too
-        setups: list[PerCapacity] = list({id(s): s for g in generations for s in g.setups.values()}.values())
+        setups: list[PerCapacity] = [s for shared in self._shared.values() for s in shared.setups.values()]
         memos = {id(m): m for m in self.fit_memo.values()}
         memos.update((id(s.memo), s.memo) for s in setups)  # a memo dropped from `fit_memo` a setup still uses
         if sum(map(len, memos.values())) + sum(s.remembered() for s in setups) <= MAX_PER_CAPACITY:
@@ -225,13 +194,12 @@ class PlanMemory:
     def shared(self, verdicts: Hashable) -> SharedPlans:
         """Plans for this set of cluster verdicts (the clusters ruled out, with their messages)."""
         shared = self._shared.get(verdicts)
-        if shared is None:
+        if shared is None or len(shared.plans) + len(shared.setups) + len(shared.ranking_starts) > MAX_PLANS:
             if len(self._shared) >= MAX_CLOCKS:
                 self._shared.clear()
+            if shared is not None:
+                self.fit_memo = {}
             shared = self._shared[verdicts] = SharedPlans()
-        elif len(shared) > MAX_PLANS:  # a new generation; the one before the full one goes
-            shared.older = None
-            shared = self._shared[verdicts] = SharedPlans(older=shared)
         return shared
 
 

@@ -268,7 +268,7 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
     rankings = ctx.cycle.rankings
     ranking = rankings.get(setup.ranking_key)
     if ranking is None:
-        start = _shared(ctx).find("ranking_starts", setup.ranking_key)
+        start = _shared(ctx).ranking_starts.get(setup.ranking_key)
         ranking = rankings[setup.ranking_key] = PoolRanking(ctx, setup, ctx.cycle.overlay, start)
     return ranking
 
