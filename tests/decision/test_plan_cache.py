@@ -343,3 +343,17 @@ def test_reservations_not_yet_seen_are_taken_from_capacity_in_every_cycle():
     assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
     assert decide(view, [request(gpus=1)], [], Policy(), NOW).decisions[0].outcome is Outcome.ADMITTED
     assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
+
+
+@pytest.mark.parametrize("policy_name", sorted(POLICIES))
+def test_decisions_of_shared_plans_starting_afresh_at_every_cycle_are_equal(monkeypatch, policy_name):
+    """Past `MAX_PLANS` entries the shared plans start afresh (a queue of new all-different requests
+    passes it every other cycle): what is made again decides as what was kept."""
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", 0)
+    rng = random.Random(12)
+    policy = POLICIES[policy_name]
+    views = [random_view(random.Random(12), reads=random.Random(120 + i)) for i in range(3)]
+    queues = [random_queue(rng, 25) for _ in range(2)]
+    cycles = [(view, queues[i % 2], random_running(rng, view)) for i, view in enumerate((*views, *views))]
+    remembered = [decide(view, q, running, policy, NOW) for view, q, running in cycles]
+    assert remembered == [_uncached(view, q, running, policy, NOW) for view, q, running in cycles]
