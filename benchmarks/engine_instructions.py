@@ -42,15 +42,12 @@ def _cycles(
     """The cycles valgrind counts: the fleet, the warm cycles and `measured` more (on the full fleet
     whose running work `running_file` holds, when given)."""
     import pickle
-    import random
 
-    from bench_engine import NOW, changed_reads, fleet_and_queues
+    from bench_engine import NOW, changed_reads
 
     from airflow_mcsched.decision import Policy, decide
 
-    rng = random.Random(1)
-    profiles, observations, running, view, templated, random_queue = fleet_and_queues(100, rng)
-    queue = templated if queue_kind == "steps" else random_queue
+    rng, profiles, observations, running, view, queue = _fleet(queue_kind)
     if running_file is not None:
         with open(running_file, "rb") as f:
             running = pickle.load(f)
@@ -119,16 +116,24 @@ def main() -> None:
     )
 
 
+def _fleet(queue_kind: str) -> tuple:
+    """The benchmark's fleet and the queue measured: (rng, profiles, reads, running, view, queue)."""
+    import random
+
+    from bench_engine import fleet_and_queues
+
+    rng = random.Random(1)
+    profiles, observations, running, view, templated, random_queue = fleet_and_queues(100, rng)
+    return rng, profiles, observations, running, view, templated if queue_kind == "steps" else random_queue
+
+
 def _fill(queue_kind: str, path: str) -> None:
     """The running work of the benchmark's full fleet (`bench_engine.filled`), pickled to `path`."""
     import pickle
-    import random
 
-    from bench_engine import filled, fleet_and_queues
+    from bench_engine import filled
 
-    rng = random.Random(1)
-    _, _, running, view, templated, random_queue = fleet_and_queues(100, rng)
-    queue = templated if queue_kind == "steps" else random_queue
+    _, _, _, running, view, queue = _fleet(queue_kind)
     with open(path, "wb") as f:
         pickle.dump(filled((100, queue_kind), view, queue, running), f)
 

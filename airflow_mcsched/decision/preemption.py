@@ -8,7 +8,7 @@ cheapest-first, then spare every victim it can (as the Kubernetes scheduler does
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -404,11 +404,6 @@ def _quota_reclaim_possible(ctx: RequestContext) -> bool:
     )
 
 
-def _has_lower_interruptible(ctx: RequestContext, pool: PoolView) -> bool:
-    """Cheap test per pool: any running interruptible work of lower priority here (not yet stopping)?"""
-    return ctx.cycle.running.lowest_interruptible_priority(pool.key) < ctx.priority
-
-
 def _worth_searching(ctx: RequestContext) -> bool:
     """Cheap test before any search: is there work this request could stop, or stopping for it?"""
     running = ctx.cycle.running
@@ -433,7 +428,7 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
         if not r.lasting and r.reason in PREEMPTABLE and r.pool is not None
     ]
     if memo is None:
-        best = _best_plan(ctx, pools, lambda pool: _PoolSearch(ctx, pool).plan(), stopping or quota_may_help)
+        best = _best_plan(ctx, pools, None, stopping or quota_may_help)
     else:
         best = _remembered_best(ctx, pools, memo)
     if best is None:
@@ -441,24 +436,6 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     # the search chose whom to stop (perhaps for an earlier request alike); say why, for this one
     victims = tuple(_victim(ctx, v.reservation, v.reason, best.pool) for v in best.victims)
     return PreemptionPlan(best.pool, best.pods, victims, best.stopping)
-
-
-def _best_plan(
-    ctx: RequestContext,
-    pools: list[PoolView],
-    search: Callable[[PoolView], PreemptionPlan | None],
-    every_pool: bool,
-) -> PreemptionPlan | None:
-    """The best of the pools' plans; without `every_pool`, only pools with lower interruptible work
-    running are searched (stopping work, or reclaiming quota, may help elsewhere too)."""
-    best: PreemptionPlan | None = None
-    for pool in pools:
-        if not (every_pool or _has_lower_interruptible(ctx, pool)):
-            continue
-        plan = search(pool)
-        if plan is not None and (best is None or plan.rank() < best.rank()):
-            best = plan
-    return best
 
 
 class SearchMemo:
@@ -479,7 +456,7 @@ def _search_memo(ctx: RequestContext, own: bool) -> SearchMemo | None:
     A search reads the demand, the priority (which work is below it), the expected end (the backfill
     heads' check) and, for a team with a quota, the team and its use; so a team with a quota searches
     afresh. Beyond those, it reads the pools' capacity, their running work and the backfill heads,
-    which `_remembered_best` and `_best_remembered_plan` compare."""
+    which `_remembered_best` and `_best_plan` compare."""
     if own or ctx.request.team in ctx.cycle.teams_with_quota:
         return None
     searches = ctx.cycle.pool_searches
@@ -503,7 +480,7 @@ def _remembered_best(ctx: RequestContext, pools: list[PoolView], memo: SearchMem
     last = memo.last
     if last is not None and last[0] == state and last[1] == pools:
         return last[2]
-    best = _best_remembered_plan(ctx, pools, memo.by_pool)
+    best = _best_plan(ctx, pools, memo.by_pool, False)
     memo.last = (state, pools, best)
     return best
 
@@ -512,9 +489,13 @@ def _head_commits(head: HeldRoom | None) -> int:
     return 0 if head is None else head.commits
 
 
-def _best_remembered_plan(ctx: RequestContext, pools: list[PoolView], memo: dict[int, tuple]) -> PreemptionPlan | None:
-    """`_best_plan` over the pools with lower interruptible work (`_has_lower_interruptible`), each
-    pool's `_PoolSearch(ctx, pool).plan()` taken from an earlier request's search where it still holds.
+def _best_plan(
+    ctx: RequestContext, pools: list[PoolView], memo: dict[int, tuple] | None, every_pool: bool
+) -> PreemptionPlan | None:
+    """The best of the pools' plans (`_PoolSearch(ctx, pool).plan()`); without `every_pool`, only
+    pools with running interruptible work of lower priority (not yet stopping) are searched
+    (stopping work, or reclaiming quota, may help elsewhere too). With `memo`, each pool's search is
+    taken from an earlier request's where it still holds.
 
     "Nothing to stop here" holds while the pool's capacity and running work are unchanged: the heads
     held since, and their commits, only refuse more. A plan found holds while the heads are also the
@@ -531,16 +512,23 @@ def _best_remembered_plan(ctx: RequestContext, pools: list[PoolView], memo: dict
     best: PreemptionPlan | None = None
     for pool in pools:
         key = pool.key
-        if lowest(key) >= priority:  # no lower interruptible work here to stop
+        if not every_pool and lowest(key) >= priority:  # no lower interruptible work here to stop
             continue
-        ordinal = pool.ordinal
-        state = (capacities.get(ordinal) or overlay.capacity(pool), work_version(key))
-        known = memo.get(ordinal)
-        if known is not None and known[0] == state and (known[1] is None or (known[2] is head and known[3] == commits)):
-            plan = known[1]
-        else:
+        if memo is None:
             plan = _PoolSearch(ctx, pool).plan()
-            memo[ordinal] = (state, plan, head, commits)
+        else:
+            ordinal = pool.ordinal
+            state = (capacities.get(ordinal) or overlay.capacity(pool), work_version(key))
+            known = memo.get(ordinal)
+            if (
+                known is not None
+                and known[0] == state
+                and (known[1] is None or (known[2] is head and known[3] == commits))
+            ):
+                plan = known[1]
+            else:
+                plan = _PoolSearch(ctx, pool).plan()
+                memo[ordinal] = (state, plan, head, commits)
         if plan is not None and (best is None or plan.rank() < best.rank()):
             best = plan
     return best

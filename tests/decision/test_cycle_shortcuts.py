@@ -145,9 +145,9 @@ def test_requests_alike_waiting_on_the_same_pools_share_one_search_for_work_to_s
     queue = [*urgent, request("cpu-job", cpu=1, priority_class="high", arrival=NOW - timedelta(seconds=5))]
     queue.append(request("u-late", gpus=8, priority_class="high", arrival=NOW))
     searches = []
-    whole_search = preemption._best_remembered_plan
+    whole_search = preemption._best_plan
     monkeypatch.setattr(
-        preemption, "_best_remembered_plan", lambda ctx, *a: searches.append(ctx.request.id) or whole_search(ctx, *a)
+        preemption, "_best_plan", lambda ctx, *a: searches.append(ctx.request.id) or whole_search(ctx, *a)
     )
     result = decide(view, queue, running, Policy(backfill=False), NOW)
     assert [d.outcome for d in result.decisions if d.request_id.startswith("u")] == [Outcome.WAITING] * 4
