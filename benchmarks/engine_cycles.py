@@ -42,7 +42,9 @@ admits about 900 requests at once (each with its explanation, runners-up and res
 grants kept as running work (and the work it preempted dropped), until a batch admits fewer than
 100 (about 25 batches at 100 clusters: minutes); the measured cycles then decide the queue on
 that full fleet, where most of it waits and the higher priorities look for work to stop: the
-steady state of a long queue, decided again every admission interval.
+steady state of a long queue, decided again every admission interval. `--busy-file PATH` keeps that
+running work in PATH (pickled): read from it when it is there, else made and written to it, so runs
+that alternate two versions of the engine on one full fleet skip the minutes of filling.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ import argparse
 import cProfile
 import gc
 import itertools
+import os
+import pickle
 import pstats
 import random
 import statistics
@@ -79,7 +83,13 @@ LATER = timedelta(seconds=5)
 
 
 def cycles(
-    queue_kind: str, reads: list[str], clusters: int, figure: str, busy: bool = False, policy: Policy | None = None
+    queue_kind: str,
+    reads: list[str],
+    clusters: int,
+    figure: str,
+    busy: bool = False,
+    policy: Policy | None = None,
+    busy_file: str | None = None,
 ) -> list[str]:
     """The figure of each cycle: CPU ms, function calls under cProfile, or MB kept (tracemalloc)."""
     plan_cache.forget_all()
@@ -88,7 +98,7 @@ def cycles(
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
     if busy:  # the three passes decide on the same full fleet
-        running = filled((clusters, queue_kind), view, queue, running)
+        running = _full_fleet_work((clusters, queue_kind), view, queue, running, busy_file)
         gc.collect()
     views = {
         "same": lambda: view,
@@ -129,6 +139,19 @@ def cycles(
             figures.append(f"{(time.process_time() - start) * 1e3:.0f} (gc {watch.stop():.0f})")
     tracemalloc.stop()
     return figures
+
+
+def _full_fleet_work(key: tuple, view, queue: list, running: list, path: str | None) -> list:
+    """`bench_engine.filled`, or the work it made once, pickled at `path` (made and written when absent)."""
+    if path is None:
+        return filled(key, view, queue, running)
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    work = filled(key, view, queue, running)
+    with open(path, "wb") as f:
+        pickle.dump(work, f)
+    return work
 
 
 def _new_queues(queue_kind: str, queue: list, rng: random.Random) -> Iterator[list]:
@@ -185,6 +208,7 @@ def main() -> None:
     )
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--busy", action="store_true", help="on a full fleet (see above)")
+    parser.add_argument("--busy-file", default=None, help="with --busy: the full fleet's work, pickled (see above)")
     add_policy_options(parser)
     args = parser.parse_args()
     reads = _expanded(args.reads)
@@ -193,7 +217,7 @@ def main() -> None:
     for figure, label in (("cpu", "CPU ms"), ("calls", "calls"), ("memory", "MB kept")):
         if figure not in passes:
             continue
-        figures = cycles(args.queue, reads, args.clusters, figure, args.busy, policy)
+        figures = cycles(args.queue, reads, args.clusters, figure, args.busy, policy, args.busy_file)
         names = ["first", *reads] if figure == "memory" else reads
         print(f"{label}: " + " ".join(f"{h}={f}" for h, f in zip(names, figures, strict=True)))
         if figure == "cpu" and len(reads) >= 20:

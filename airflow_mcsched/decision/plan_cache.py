@@ -10,8 +10,9 @@ Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now
 
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
 readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities (and as many capacity states), `MAX_STATES`
-first capacity states and `MAX_FIT_MEMOS` demands' fit verdicts per entry are kept, so memory stays
-bounded whatever the caller does.
+first capacity states, `MAX_FIT_MEMOS` demands' fit verdicts and as many demands' fruitless victim
+searches, and `MAX_VICTIM_CONTENTS` pools' victims per entry are kept, so memory stays bounded
+whatever the caller does.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ MAX_PLANS = 4096
 MAX_CHANGED = 16384
 MAX_FIT_MEMOS = 4096
 MAX_STATES = 16
+MAX_VICTIM_CONTENTS = 4096
+"""Pools and priorities whose victims' content a memory keeps (`PlanMemory.victims`)."""
 MAX_PER_CAPACITY = 100_000
 """Entries a memory keeps per capacity object (verdicts and bounds per demand, scored candidates
 and summaries per setup), all its demands and setups together, before it forgets them at the start
@@ -98,9 +101,11 @@ class PlanMemory:
         "data_sources",
         "derived",
         "fit_memo",
+        "fruitless",
         "plugins",
         "staging",
         "stamps",
+        "victims",
         "weights",
     )
 
@@ -113,6 +118,12 @@ class PlanMemory:
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
+        self.fruitless: dict[Hashable, dict[int, tuple]] = {}
+        """Victim searches that found nothing to stop, by demand and priority, then by fleet position,
+        with what they read (preemption.py): kept across cycles, checked by identity."""
+        self.victims: dict[tuple[PoolKey, int], tuple] = {}
+        """A pool's work that requests of a priority may stop, by content, one object per pool and
+        priority while it is unchanged (preemption.py): what `fruitless` searches are checked by."""
         self.stamps = StampBook()
         """The running work's ends met so far (pool_stamps.py): verdicts with per-cycle values are
         kept with the stamp of what they read."""
@@ -132,8 +143,9 @@ class PlanMemory:
         if self._cycles % TRIM_EVERY:
             return False
         setups: list[PerCapacity] = [s for shared in self._shared.values() for s in shared.setups.values()]
-        memos = {id(m): m for m in self.fit_memo.values()}
+        memos: dict[int, dict] = {id(m): m for m in self.fit_memo.values()}
         memos.update((id(s.memo), s.memo) for s in setups)  # a memo dropped from `fit_memo` a setup still uses
+        memos.update((id(m), m) for m in self.fruitless.values())
         if sum(map(len, memos.values())) + sum(s.remembered() for s in setups) <= MAX_PER_CAPACITY:
             return False
         for memo in memos.values():
@@ -190,6 +202,21 @@ class PlanMemory:
     def fit_memo_for(self, key: Hashable) -> dict[tuple[int, int], tuple]:
         """Fit verdicts of one demand (and its dynamic scores) by pool and capacity object."""
         return get_or_make(self.fit_memo, key, MAX_FIT_MEMOS, dict)
+
+    def fruitless_searches(self, key: Hashable) -> dict[int, tuple]:
+        """Victim searches of one demand and priority that found nothing, by fleet position."""
+        return get_or_make(self.fruitless, key, MAX_FIT_MEMOS, dict)
+
+    def victims_alike(self, key: tuple[PoolKey, int], content: tuple) -> tuple:
+        """`content` (what a pool's victims at one priority are), or the equal one kept for the pool
+        and priority: searches kept with it hold while the object is the same."""
+        known = self.victims.get(key)
+        if known is not None and known == content:
+            return known
+        if len(self.victims) >= MAX_VICTIM_CONTENTS:
+            self.victims.clear()
+        self.victims[key] = content
+        return content
 
     def shared(self, verdicts: Hashable) -> SharedPlans:
         """Plans for this set of cluster verdicts (the clusters ruled out, with their messages)."""

@@ -28,6 +28,8 @@ from airflow_mcsched.view.snapshot import PoolKey, PoolView
 
 MAX_EXHAUSTIVE_VICTIMS = 4
 MAX_FIT_CHECKS = 200
+MAX_FRUITLESS_POOLS = 4096
+"""Pools a demand and priority's fruitless searches are kept for (fleet positions: at most the fleet's pools)."""
 PREEMPTABLE = CAPACITY_REASONS | {Reason.QUOTA_EXCEEDED}
 
 
@@ -86,11 +88,14 @@ class _Below:
     """A pool's candidate victims at one priority (`_below_in_pool`), and what single-pod searches
     derive from them alone, worked out on first need: neither reads the request beyond its priority."""
 
-    __slots__ = ("_by_node", "_most_whole", "_pool", "eligible")
+    __slots__ = ("_by_node", "_most_whole", "_pool", "content", "eligible")
 
-    def __init__(self, pool: PoolKey, eligible: list[VictimChoice]) -> None:
+    def __init__(self, pool: PoolKey, eligible: list[VictimChoice], content: tuple) -> None:
         self._pool = pool
         self.eligible = eligible
+        self.content = content
+        """What a search reads of the victims, one object per content while the pool's work is
+        unchanged, whatever the cycle (`PlanMemory.victims_alike`): fruitless searches are kept with it."""
         self._by_node: dict[str, tuple[list[VictimChoice], list[VictimChoice]]] | None = None
         self._most_whole: tuple[PoolCapacity, int] | None = None
 
@@ -173,7 +178,9 @@ def _below_in_pool(ctx: RequestContext, pool: PoolView) -> _Below:
         if r.interruptible and r.priority < priority and r.preempted_by is None and r.id not in granted
     ]
     eligible.sort(key=_choice_order)
-    below = _Below(pool.key, eligible)
+    # all a search reads of them (their pods, cost and order): not the lease, which the service renews
+    content = tuple([(v.reservation.id, v.reservation.pods, *_victim_order(v.reservation)) for v in eligible])
+    below = _Below(pool.key, eligible, cycle.memory.victims_alike((pool.key, priority), content))
     cycle.victims_below[(pool.key, priority)] = (version, below)
     return below
 
@@ -185,6 +192,8 @@ class _PoolSearch:
         self.ctx = ctx
         self.pool = pool
         self.checks = 0
+        self.refused = False
+        """Whether a backfill head refused a fit: a fruitless search is then not kept across cycles."""
         cycle, request = ctx.cycle, ctx.request
         quota = cycle.quota
         amount = ctx.demand.gpu_equivalent
@@ -237,6 +246,7 @@ class _PoolSearch:
         if pods is None:
             return None
         if cycle.head is not None and not cycle.head.allows(self.pool, pods, ctx.expected_end):
+            self.refused = True
             return None
         if self.quota_short:
             for r in gone:
@@ -440,13 +450,15 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
 
 class SearchMemo:
     """The searches of requests alike (`_search_memo`): each pool's, with what it read, and the last
-    whole search, with the pools it went over and the cycle's state then."""
+    whole search, with the pools it went over and the cycle's state then; and, kept across cycles,
+    the pools where such a search found nothing to stop (`_fruitless`)."""
 
-    __slots__ = ("by_pool", "last")
+    __slots__ = ("by_pool", "fruitless", "last")
 
-    def __init__(self) -> None:
+    def __init__(self, fruitless: dict[int, tuple]) -> None:
         self.by_pool: dict[int, tuple] = {}
         self.last: tuple | None = None
+        self.fruitless = fruitless
 
 
 def _search_memo(ctx: RequestContext, own: bool) -> SearchMemo | None:
@@ -459,11 +471,11 @@ def _search_memo(ctx: RequestContext, own: bool) -> SearchMemo | None:
     which `_remembered_best` and `_best_plan` compare."""
     if own or ctx.request.team in ctx.cycle.teams_with_quota:
         return None
-    searches = ctx.cycle.pool_searches
+    cycle = ctx.cycle
     key = (ctx.demand, ctx.priority, ctx.duration)
-    memo = searches.get(key)
+    memo = cycle.pool_searches.get(key)
     if memo is None:
-        memo = searches[key] = SearchMemo()
+        memo = cycle.pool_searches[key] = SearchMemo(cycle.memory.fruitless_searches(key[:2]))
     return memo
 
 
@@ -480,7 +492,7 @@ def _remembered_best(ctx: RequestContext, pools: list[PoolView], memo: SearchMem
     last = memo.last
     if last is not None and last[0] == state and last[1] == pools:
         return last[2]
-    best = _best_plan(ctx, pools, memo.by_pool, False)
+    best = _best_plan(ctx, pools, memo, False)
     memo.last = (state, pools, best)
     return best
 
@@ -490,7 +502,7 @@ def _head_commits(head: HeldRoom | None) -> int:
 
 
 def _best_plan(
-    ctx: RequestContext, pools: list[PoolView], memo: dict[int, tuple] | None, every_pool: bool
+    ctx: RequestContext, pools: list[PoolView], memo: SearchMemo | None, every_pool: bool
 ) -> PreemptionPlan | None:
     """The best of the pools' plans (`_PoolSearch(ctx, pool).plan()`); without `every_pool`, only
     pools with running interruptible work of lower priority (not yet stopping) are searched
@@ -503,7 +515,13 @@ def _best_plan(
     Several requests alike that each preempt look at the same pools: without this, each searched
     every pool again, where only the one the last of them preempted in had changed. And each waiting
     request of a full fleet goes over a hundred pools or more, most of them remembered: the checks
-    are one loop, without a call per pool."""
+    are one loop, without a call per pool.
+
+    With `memo` (no work stopping for the request), a pool whose best conceivable plan
+    (`_least_rank`) ranks after the best found so far is not searched: the best plan is the same,
+    whatever the order of the pools. A request that preempts finds a plan in most pools it searches,
+    and searched them all (on the benchmark's full fleet, 780 searches a cycle for 8 preemptions,
+    749 of them in pools that could not win)."""
     cycle = ctx.cycle
     overlay, running, priority = cycle.overlay, cycle.running, ctx.priority
     capacities, lowest, work_version = overlay.by_ordinal, running.lowest_interruptible_priority, running.pool_version
@@ -519,7 +537,7 @@ def _best_plan(
         else:
             ordinal = pool.ordinal
             state = (capacities.get(ordinal) or overlay.capacity(pool), work_version(key))
-            known = memo.get(ordinal)
+            known = memo.by_pool.get(ordinal)
             if (
                 known is not None
                 and known[0] == state
@@ -527,8 +545,42 @@ def _best_plan(
             ):
                 plan = known[1]
             else:
-                plan = _PoolSearch(ctx, pool).plan()
-                memo[ordinal] = (state, plan, head, commits)
+                if best is not None and best.rank() < _least_rank(_below_in_pool(ctx, pool), ordinal):
+                    continue  # no plan here can be better: not searched, and nothing remembered
+                plan = _fruitless_or_searched(ctx, pool, state[0], memo.fruitless)
+                memo.by_pool[ordinal] = (state, plan, head, commits)
         if plan is not None and (best is None or plan.rank() < best.rank()):
             best = plan
     return best
+
+
+def _least_rank(below: _Below, ordinal: int) -> tuple[int, float, int]:
+    """The best `PreemptionPlan.rank` a search of this pool may find, with no work already stopping for
+    the request: one victim at least, costing at least the cheapest one (victims come cheapest first;
+    a sum of costs is no less than any of them). With no victim, after every plan."""
+    if not below.eligible:
+        return (1 << 62, 0.0, ordinal)
+    return (1, below.eligible[0].reservation.cost_per_hour, ordinal)
+
+
+def _fruitless_or_searched(
+    ctx: RequestContext, pool: PoolView, capacity: PoolCapacity, fruitless: dict[int, tuple]
+) -> PreemptionPlan | None:
+    """The pool's search (`_PoolSearch.plan`), or None where one alike found nothing, in this cycle or
+    an earlier one, on this capacity object and these victims (`_Below.content`).
+
+    Such a search read nothing else: no backfill head refused it (a head only refuses more, and the
+    next cycle's heads may be others), no work was stopping for the request and no quota was short
+    (`_search_memo` gives a memo only then). On a full fleet the same waiting requests search the
+    same pools every cycle, and most find nothing: this was a fifth of such a cycle.
+    """
+    known = fruitless.get(pool.ordinal)
+    if known is not None and known[0] is capacity and known[1] is _below_in_pool(ctx, pool).content:
+        return None
+    search = _PoolSearch(ctx, pool)
+    plan = search.plan()
+    if plan is None and search.below is not None and not search.refused:
+        if len(fruitless) >= MAX_FRUITLESS_POOLS:
+            fruitless.clear()
+        fruitless[pool.ordinal] = (capacity, search.below.content)  # held: identities stay their own
+    return plan

@@ -257,9 +257,11 @@ def test_memory_holds_a_bounded_number_of_layouts():
 
 
 def _per_capacity(memory: plan_cache.PlanMemory) -> tuple[int, int]:
-    """(verdicts and bounds in the memory's fit memos, candidates and summaries of its setups)."""
+    """(verdicts and bounds in the memory's fit memos and its fruitless victim searches, candidates
+    and summaries of its setups)."""
     setups = [s for shared in memory._shared.values() for s in shared.setups.values()]
-    return sum(map(len, memory.fit_memo.values())), sum(s.remembered() for s in setups)
+    kept = sum(map(len, memory.fit_memo.values())) + sum(map(len, memory.fruitless.values()))
+    return kept, sum(s.remembered() for s in setups)
 
 
 def test_a_memory_keeping_too_much_per_capacity_forgets_it_and_keeps_its_plans(monkeypatch):

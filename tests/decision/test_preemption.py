@@ -235,3 +235,70 @@ def test_a_whole_gpu_is_freed_by_stopping_every_share_on_it():
     view, running = _shared_gpu_fleet([("s1", 300, LOW), ("s2", 200, HIGH * 2)])
     d = decide(view, [request("whole", gpus=1, priority_class="high")], running, DEFAULT_POLICY, NOW).decision("whole")
     assert d.outcome is Outcome.WAITING and not d.victims
+
+
+def test_a_search_that_found_nothing_is_made_again_when_the_pools_victims_change():
+    """Searches that found nothing to stop are kept across cycles with the pool's capacity object and
+    what its victims are. Here the next read shows the pool just as full (one capacity object per
+    content, so the very same object), but the work that must not stop has ended and interruptible
+    work holds its GPUs: stopping both now makes room, and the request preempts."""
+    keep = low("keep", "a-gpu-0", gpus=4, interruptible=False)
+    spot = low("spot", "a-gpu-0", gpus=4)
+    first = full_fleet(keep, spot, nodes=1)
+    waits = decide(first, [urgent()], [keep, spot], DEFAULT_POLICY, NOW).decision("urgent")
+    assert (waits.outcome, waits.victims) == (Outcome.WAITING, ())
+
+    other = low("other", "a-gpu-0", gpus=4)
+    second = full_fleet(other, spot, nodes=1)
+    assert second.pool("a", "gpu").capacity is first.pool("a", "gpu").capacity  # nothing else tells them apart
+    d = decide(second, [urgent()], [other, spot], DEFAULT_POLICY, NOW).decision("urgent")
+    assert d.outcome is Outcome.PREEMPTING, d.summary
+    assert sorted(v.reservation_id for v in d.victims) == ["rsv-other", "rsv-spot"]
+
+
+def test_a_search_a_backfill_head_refused_is_made_again_in_the_next_cycle():
+    """A head's hold refused what stopping work would have made room for: that search found nothing
+    in its cycle only. In the next cycle, with no head held there, the same request preempts."""
+    held = low("held", "a-gpu-0", gpus=4, priority=HIGH, interruptible=False)  # ends in an hour
+    victims = [low(f"v{i}", "a-gpu-0", gpus=1, priority=LOW) for i in range(4)]
+    running = [held, *victims]
+    view = full_fleet(*running, nodes=1)
+    head = urgent("head", arrival=NOW - timedelta(minutes=3))
+    longer = request("long", gpus=1, priority_class="high", expected_duration=timedelta(hours=10))
+    first = decide(view, [head, longer], running, DEFAULT_POLICY, NOW)
+    assert first.decision("head").expected_start is not None
+    assert first.decision("long").outcome is Outcome.WAITING
+
+    d = decide(view, [longer], running, DEFAULT_POLICY, NOW).decision("long")
+    assert d.outcome is Outcome.PREEMPTING, d.summary
+
+
+def test_pools_whose_best_conceivable_plan_ranks_after_the_best_found_are_not_searched(monkeypatch):
+    """A plan stops one victim at least, costing at least the pool's cheapest: a pool whose cheapest
+    victim already ranks after the best plan found is not searched, and the choice is the same.
+    In fleet order: p0 stops one victim for $24/h; p1 two for $4/h (cheaper, but more victims); p2
+    one for $16/h, the best; p3 one for $16/h too, but after p2 in fleet order: not searched."""
+    from airflow_mcsched.decision import preemption
+
+    profile = cluster("a", *(pool(f"p{i}", nodes=1) for i in range(4)))
+    running = [
+        reservation("p0", "a", "p0", "a-p0-0", gpus=8, priority=LOW, interruptible=True, price=3.0),
+        reservation("p1-x", "a", "p1", "a-p1-0", gpus=4, priority=LOW, interruptible=True, price=0.5),
+        reservation("p1-y", "a", "p1", "a-p1-0", gpus=4, priority=LOW, interruptible=True, price=0.5),
+        reservation("p2", "a", "p2", "a-p2-0", gpus=8, priority=LOW, interruptible=True, price=2.0),
+        reservation("p3", "a", "p3", "a-p3-0", gpus=8, priority=LOW, interruptible=True, price=2.0),
+    ]
+    free = {f"p{i}": [0] for i in range(4)}
+    fleet = view_of((profile, observe(profile, free=free, seen=[r.id for r in running])))
+    searched = []
+    search = preemption._PoolSearch.plan
+
+    def counted(self):
+        searched.append(self.pool.name)
+        return search(self)
+
+    monkeypatch.setattr(preemption._PoolSearch, "plan", counted)
+    d = decide(fleet, [urgent()], running, DEFAULT_POLICY, NOW).decision("urgent")
+    assert d.outcome is Outcome.PREEMPTING
+    assert [v.reservation_id for v in d.victims] == ["rsv-p2"]
+    assert sorted(searched) == ["p0", "p1", "p2"]
