@@ -172,14 +172,16 @@ def _below_in_pool(ctx: RequestContext, pool: PoolView) -> _Below:
     if known is not None and known[0] == version:
         return known[1]
     granted = cycle.granted_ids
-    eligible = [
-        VictimChoice(r, Reason.PREEMPTED_BY_PRIORITY)
+    ordered = [
+        (_victim_order(r), r)  # orders never tie: they end with the reservation's id
         for r in cycle.running_in(pool.key)
         if r.interruptible and r.priority < priority and r.preempted_by is None and r.id not in granted
     ]
-    eligible.sort(key=_choice_order)
-    # all a search reads of them (their pods, cost and order): not the lease, which the service renews
-    content = tuple([(v.reservation.id, v.reservation.pods, *_victim_order(v.reservation)) for v in eligible])
+    ordered.sort()
+    eligible = [VictimChoice(r, Reason.PREEMPTED_BY_PRIORITY) for _, r in ordered]
+    # all a search reads of them, their order (cost, priority, grant time, id) and pods: not the
+    # lease, which the service renews every cycle
+    content = tuple([(*order, r.pods) for order, r in ordered])
     below = _Below(pool.key, eligible, cycle.memory.victims_alike((pool.key, priority), content))
     cycle.victims_below[(pool.key, priority)] = (version, below)
     return below
@@ -451,7 +453,7 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
 class SearchMemo:
     """The searches of requests alike (`_search_memo`): each pool's, with what it read, and the last
     whole search, with the pools it went over and the cycle's state then; and, kept across cycles,
-    the pools where such a search found nothing to stop (`_fruitless`)."""
+    the pools where such a search found nothing to stop (`_fruitless_or_searched`)."""
 
     __slots__ = ("by_pool", "fruitless", "last")
 
