@@ -53,8 +53,6 @@ import argparse
 import cProfile
 import gc
 import itertools
-import os
-import pickle
 import pstats
 import random
 import statistics
@@ -70,7 +68,7 @@ from bench_engine import (
     add_policy_options,
     changed_reads,
     changed_views,
-    filled,
+    filled_at,
     fleet_and_queues,
     make_queue,
     new_reads,
@@ -98,7 +96,7 @@ def cycles(
     profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
     queue = templated if queue_kind == "steps" else random_queue
     if busy:  # the three passes decide on the same full fleet
-        running = _full_fleet_work((clusters, queue_kind), view, queue, running, busy_file)
+        running = filled_at((clusters, queue_kind), view, queue, running, busy_file)
         gc.collect()
     views = {
         "same": lambda: view,
@@ -139,19 +137,6 @@ def cycles(
             figures.append(f"{(time.process_time() - start) * 1e3:.0f} (gc {watch.stop():.0f})")
     tracemalloc.stop()
     return figures
-
-
-def _full_fleet_work(key: tuple, view, queue: list, running: list, path: str | None) -> list:
-    """`bench_engine.filled`, or the work it made once, pickled at `path` (made and written when absent)."""
-    if path is None:
-        return filled(key, view, queue, running)
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    work = filled(key, view, queue, running)
-    with open(path, "wb") as f:
-        pickle.dump(work, f)
-    return work
 
 
 def _new_queues(queue_kind: str, queue: list, rng: random.Random) -> Iterator[list]:

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/engine_instructions.py [--queue random|steps] [--later | --changed] [--runners-up N]
     .venv/bin/python benchmarks/engine_instructions.py --busy   # the full fleet: about ten minutes
+    .venv/bin/python benchmarks/engine_instructions.py --busy --busy-file /tmp/full.pickle   # filled once
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/engine_instructions.py   # other code
 
 CPU time on a shared machine moves by a fifth from one run to the next, more than most changes to
@@ -14,7 +15,9 @@ takes, the setup taken out. `--later`: each cycle 5 s after the one before (per-
 again). `--changed`: each cycle on a view where a tenth of the pools read differently
 (`bench_engine.changed_reads`, three views made in both runs, so making them is taken out too).
 `--busy`: on the full fleet of `engine_cycles.py --busy`, its running work made first outside
-valgrind (minutes) and read by both counted runs.
+valgrind (minutes) and read by both counted runs; `--busy-file PATH` keeps it there, as
+`engine_cycles.py --busy-file` does (the same file serves both), so counting two versions of the
+engine fills the fleet once.
 Hash seeds are fixed (`PYTHONHASHSEED=0`), so dict and set orders do not move the count.
 A count is not a time (a cache miss costs more than an instruction), but between versions of the
 engine the two have moved together within a few per cent. Needs valgrind (Debian: `apt install
@@ -96,6 +99,9 @@ def main() -> None:
     parser.add_argument("--changed", action="store_true", help="each cycle on a view with a tenth of the pools changed")
     parser.add_argument("--runners-up", type=int, default=None, help="runners-up explained (default: the policy's)")
     parser.add_argument("--busy", action="store_true", help="on the full fleet of `engine_cycles.py --busy`")
+    parser.add_argument(
+        "--busy-file", default=None, help="with --busy: the full fleet's work, pickled (as engine_cycles.py's)"
+    )
     parser.add_argument("--inner", type=int, default=None, help=argparse.SUPPRESS)  # the run valgrind counts
     parser.add_argument("--running", default=None, help=argparse.SUPPRESS)  # the full fleet's work, pickled
     args = parser.parse_args()
@@ -106,7 +112,7 @@ def main() -> None:
         raise SystemExit("valgrind is not installed (Debian: apt install valgrind)")
     with tempfile.TemporaryDirectory() as folder:
         if args.busy:  # made once, outside valgrind (minutes), and read by both counted runs
-            args.running = os.path.join(folder, "running.pickle")
+            args.running = args.busy_file or os.path.join(folder, "running.pickle")
             _fill(args.queue, args.running)
         one, three = _counted(args, 1), _counted(args, 3)
     print(
@@ -128,14 +134,12 @@ def _fleet(queue_kind: str) -> tuple:
 
 
 def _fill(queue_kind: str, path: str) -> None:
-    """The running work of the benchmark's full fleet (`bench_engine.filled`), pickled to `path`."""
-    import pickle
-
-    from bench_engine import filled
+    """The running work of the benchmark's full fleet (`bench_engine.filled_at`), pickled at `path`
+    (left as it is when there already)."""
+    from bench_engine import filled_at
 
     _, _, _, running, view, queue = _fleet(queue_kind)
-    with open(path, "wb") as f:
-        pickle.dump(filled((100, queue_kind), view, queue, running), f)
+    filled_at((100, queue_kind), view, queue, running, path)
 
 
 if __name__ == "__main__":
