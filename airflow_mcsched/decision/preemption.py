@@ -190,7 +190,8 @@ def _below_in_pool(ctx: RequestContext, pool: PoolView) -> _Below:
 class _PoolSearch:
     """Victim search on one pool: which sets of running work, once stopped, let the request fit."""
 
-    def __init__(self, ctx: RequestContext, pool: PoolView) -> None:
+    def __init__(self, ctx: RequestContext, pool: PoolView, below: _Below | None = None) -> None:
+        """`below`: the pool's `_below_in_pool`, when the caller has it already."""
         self.ctx = ctx
         self.pool = pool
         self.checks = 0
@@ -205,7 +206,7 @@ class _PoolSearch:
             self.stopping = tuple(r for r in cycle.running.values() if r.preempted_by == request.id)
         self.below: _Below | None = None  # the pool's work below the request, when that is all it may stop
         if not self.quota_short:
-            self.below = _below_in_pool(ctx, pool)
+            self.below = below or _below_in_pool(ctx, pool)
             self.eligible = self.below.eligible
             return
         gpu_type = pool.gpu_type
@@ -547,9 +548,10 @@ def _best_plan(
             ):
                 plan = known[1]
             else:
-                if best is not None and best.rank() < _least_rank(_below_in_pool(ctx, pool), ordinal):
+                below = _below_in_pool(ctx, pool)
+                if best is not None and best.rank() < _least_rank(below, ordinal):
                     continue  # no plan here can be better: not searched, and nothing remembered
-                plan = _fruitless_or_searched(ctx, pool, state[0], memo.fruitless)
+                plan = _fruitless_or_searched(ctx, pool, state[0], below, memo.fruitless)
                 memo.by_pool[ordinal] = (state, plan, head, commits)
         if plan is not None and (best is None or plan.rank() < best.rank()):
             best = plan
@@ -566,7 +568,7 @@ def _least_rank(below: _Below, ordinal: int) -> tuple[int, float, int]:
 
 
 def _fruitless_or_searched(
-    ctx: RequestContext, pool: PoolView, capacity: PoolCapacity, fruitless: dict[int, tuple]
+    ctx: RequestContext, pool: PoolView, capacity: PoolCapacity, below: _Below, fruitless: dict[int, tuple]
 ) -> PreemptionPlan | None:
     """The pool's search (`_PoolSearch.plan`), or None where one alike found nothing, in this cycle or
     an earlier one, on this capacity object and these victims (`_Below.content`).
@@ -574,12 +576,12 @@ def _fruitless_or_searched(
     Such a search read nothing else: no backfill head refused it (a head only refuses more, and the
     next cycle's heads may be others), no work was stopping for the request and no quota was short
     (`_search_memo` gives a memo only then). On a full fleet the same waiting requests search the
-    same pools every cycle, and most find nothing: this was a fifth of such a cycle.
+    same pools every cycle, and most find nothing: this was about a tenth of such a cycle.
     """
     known = fruitless.get(pool.ordinal)
-    if known is not None and known[0] is capacity and known[1] is _below_in_pool(ctx, pool).content:
+    if known is not None and known[0] is capacity and known[1] is below.content:
         return None
-    search = _PoolSearch(ctx, pool)
+    search = _PoolSearch(ctx, pool, below)
     plan = search.plan()
     if plan is None and search.below is not None and not search.refused:
         if len(fruitless) >= MAX_FRUITLESS_POOLS:
