@@ -107,7 +107,7 @@ def cycles(
         "drift": partial(next, changed_views(profiles, observations, rng, drift=True)),
         "newqueue": lambda: new_reads(profiles, observations, 1)[0],
     }
-    new_queues = _new_queues(queue_kind, queue, random.Random(2))
+    queues = new_queues(queue_kind, queue, random.Random(2))
     policy = policy or Policy()
     figures = []
     if figure == "memory":
@@ -119,7 +119,7 @@ def cycles(
     for how in reads:
         v = views[how]()
         if how == "newqueue":
-            queue = next(new_queues)
+            queue = next(queues)
         if how == "later":  # the clock moves on by an admission interval (the service's default, 5 s)
             now += LATER
         if figure == "calls":
@@ -139,7 +139,7 @@ def cycles(
     return figures
 
 
-def _new_queues(queue_kind: str, queue: list, rng: random.Random) -> Iterator[list]:
+def new_queues(queue_kind: str, queue: list, rng: random.Random) -> Iterator[list]:
     """The queues a service meets next, one per `newqueue` cycle: new runs of the same DAG steps
     (the steps' requests with new ids, arrivals and teams), or new all-different requests."""
     for n in itertools.count(1):

@@ -1,6 +1,7 @@
 """Machine instructions one admission cycle takes, counted by valgrind: a figure that does not move.
 
-    .venv/bin/python benchmarks/engine_instructions.py [--queue random|steps] [--later | --changed] [--runners-up N]
+    .venv/bin/python benchmarks/engine_instructions.py [--queue random|steps] [--later | --changed | --newqueue]
+    .venv/bin/python benchmarks/engine_instructions.py --runners-up N
     .venv/bin/python benchmarks/engine_instructions.py --busy   # the full fleet: about ten minutes
     .venv/bin/python benchmarks/engine_instructions.py --busy --busy-file /tmp/full.pickle   # filled once
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/engine_instructions.py   # other code
@@ -14,6 +15,10 @@ cycles that teach the engine the view; the difference, halved, is what one cycle
 takes, the setup taken out. `--later`: each cycle 5 s after the one before (per-cycle values read
 again). `--changed`: each cycle on a view where a tenth of the pools read differently
 (`bench_engine.changed_reads`, three views made in both runs, so making them is taken out too).
+`--newqueue`: each cycle on a new read with a queue of new requests (`engine_cycles.py --reads
+newqueue`; the three queues made in both runs too). Such cycles alternate: every other one finds
+the shared plans past their bound and starts them afresh (plan_cache.py), so the count is the mean
+of one of each.
 `--busy`: on the full fleet of `engine_cycles.py --busy`, its running work made first outside
 valgrind (minutes) and read by both counted runs; `--busy-file PATH` keeps it there, as
 `engine_cycles.py --busy-file` does (the same file serves both), so counting two versions of the
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -39,29 +45,36 @@ WARM_CYCLES = 2
 LATER = timedelta(seconds=5)
 
 
-def _cycles(
-    queue_kind: str, measured: int, later: bool, changed: bool, runners_up: int | None, running_file: str | None
-) -> None:
+def _cycles(args: argparse.Namespace, measured: int) -> None:
     """The cycles valgrind counts: the fleet, the warm cycles and `measured` more (on the full fleet
-    whose running work `running_file` holds, when given)."""
+    whose running work `args.running` holds, when given)."""
+    import itertools
     import pickle
 
-    from bench_engine import NOW, changed_reads
+    from bench_engine import NOW, changed_reads, new_reads
+    from engine_cycles import new_queues
 
     from airflow_mcsched.decision import Policy, decide
 
-    rng, profiles, observations, running, view, queue = _fleet(queue_kind)
-    if running_file is not None:
-        with open(running_file, "rb") as f:
+    rng, profiles, observations, running, view, queue = _fleet(args.queue)
+    if args.running is not None:
+        with open(args.running, "rb") as f:
             running = pickle.load(f)
-    policy = Policy() if runners_up is None else Policy().model_copy(update={"runners_up": runners_up})
-    views = [view] * WARM_CYCLES + (
-        changed_reads(profiles, observations, 3, rng)[:measured] if changed else [view] * measured
+    policy = Policy() if args.runners_up is None else Policy().model_copy(update={"runners_up": args.runners_up})
+    if args.changed:
+        measured_views = changed_reads(profiles, observations, 3, rng)[:measured]
+    elif args.newqueue:  # three made in both runs, so making them is taken out
+        measured_views = new_reads(profiles, observations, 3)[:measured]
+    else:
+        measured_views = [view] * measured
+    queues = [queue] * WARM_CYCLES
+    queues += (
+        list(itertools.islice(new_queues(args.queue, queue, random.Random(2)), 3)) if args.newqueue else [queue] * 3
     )
     now = NOW
-    for v in views:
-        decide(v, queue, running, policy, now)
-        if later:
+    for v, q in zip([view] * WARM_CYCLES + measured_views, queues, strict=False):
+        decide(v, q, running, policy, now)
+        if args.later:
             now += LATER
 
 
@@ -80,6 +93,7 @@ def _counted(args: argparse.Namespace, measured: int) -> int:
         str(measured),
         *(["--later"] if args.later else []),
         *(["--changed"] if args.changed else []),
+        *(["--newqueue"] if args.newqueue else []),
         *(["--runners-up", str(args.runners_up)] if args.runners_up is not None else []),
         *(["--running", args.running] if args.running is not None else []),
     ]
@@ -97,6 +111,9 @@ def main() -> None:
     parser.add_argument("--queue", choices=["steps", "random"], default="random")
     parser.add_argument("--later", action="store_true", help="each cycle 5 s after the one before")
     parser.add_argument("--changed", action="store_true", help="each cycle on a view with a tenth of the pools changed")
+    parser.add_argument(
+        "--newqueue", action="store_true", help="each cycle on a new read, with a queue of new requests"
+    )
     parser.add_argument("--runners-up", type=int, default=None, help="runners-up explained (default: the policy's)")
     parser.add_argument("--busy", action="store_true", help="on the full fleet of `engine_cycles.py --busy`")
     parser.add_argument(
@@ -106,7 +123,7 @@ def main() -> None:
     parser.add_argument("--running", default=None, help=argparse.SUPPRESS)  # the full fleet's work, pickled
     args = parser.parse_args()
     if args.inner is not None:
-        _cycles(args.queue, args.inner, args.later, args.changed, args.runners_up, args.running)
+        _cycles(args, args.inner)
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt install valgrind)")
@@ -117,15 +134,14 @@ def main() -> None:
         one, three = _counted(args, 1), _counted(args, 3)
     print(
         f"{args.queue} queue{', full fleet' if args.busy else ''}{', 5 s later each cycle' if args.later else ''}"
-        f"{', a tenth of the pools changed each cycle' if args.changed else ''}: "
+        f"{', a tenth of the pools changed each cycle' if args.changed else ''}"
+        f"{', a new read and new requests each cycle' if args.newqueue else ''}: "
         f"{(three - one) / 2 / 1e6:.0f} M instructions per cycle"
     )
 
 
 def _fleet(queue_kind: str) -> tuple:
     """The benchmark's fleet and the queue measured: (rng, profiles, reads, running, view, queue)."""
-    import random
-
     from bench_engine import fleet_and_queues
 
     rng = random.Random(1)

@@ -26,6 +26,7 @@ from airflow_mcsched.decision.outcome import (
     ScoredCandidate,
     Victim,
 )
+from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS
 from airflow_mcsched.decision.policy import Policy
 from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Setup
 from airflow_mcsched.decision.preemption import PreemptionPlan, plan_preemption
@@ -251,19 +252,25 @@ class AdmissionCycle:
 
     def _waiting_parts(self, evaluation: Evaluation) -> tuple[Reason, tuple[Rejection, ...], str]:
         """Why a request waits, its rejections in fleet order and their tally; worked out once for
-        the requests of a cycle that share one set of rejections (see `candidates.evaluate`)."""
+        the requests that share one set of rejections (see `candidates.evaluate`), in a cycle and in
+        the cycles after it that reach the same capacity state."""
         judged = evaluation.judged
         shared = isinstance(judged, tuple)
+        lasting = evaluation.plan.rejections
         if shared:
-            known = self.state.waiting_parts.get(id(judged))
-            if known is not None and known[0] is judged:
-                return known[1]
+            known = self.state.memory.waiting_parts.get((id(judged), id(lasting)))
+            if known is not None and known[0] is judged and known[1] is lasting:
+                return known[2]
         # lasting rejections never say more than "no feasible", so the reason reads the live ones
         rejections = evaluation.rejections
         tally = reason_tally.tally(evaluation.setup.lasting_counts(), reason_tally.count_reasons(judged))
         parts = (waiting_reason([r for _, r in judged]), rejections, tally)
         if shared:
-            self.state.waiting_parts[id(judged)] = (judged, parts)  # holds `judged`: its id stays its own
+            remembered = self.state.memory.waiting_parts
+            if len(remembered) >= MAX_FIT_MEMOS:
+                remembered.clear()
+            # by both: plans of no eligible pool share one empty `judged`; held, so the ids stay theirs
+            remembered[(id(judged), id(lasting))] = (judged, lasting, parts)
         return parts
 
 

@@ -36,6 +36,8 @@ class LastingVerdicts:
 
     passed: tuple[tuple[ClusterView, PoolView], ...]
     rejections: tuple[tuple[int, Rejection], ...]
+    lasting_rejections: tuple[Rejection, ...]
+    """The rejections alone: every plan made of these verdicts holds this one tuple."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +116,7 @@ def _judge(ctx: RequestContext, lasting: Sequence[Filter]) -> LastingVerdicts:
                     break
             else:
                 passed.append((cluster, pool))
-    return LastingVerdicts(tuple(passed), tuple(rejections))
+    return LastingVerdicts(tuple(passed), tuple(rejections), tuple([r for _, r in rejections]))
 
 
 def _rank_statically(
@@ -135,11 +137,11 @@ def _rank_statically(
         for i in dollar_columns:
             cheapest = min(columns[i])
             columns[i] = [v - cheapest for v in columns[i]]
-        spread = max(sum(t) for t in zip(*(columns[i] for i in dollar_columns), strict=True))
+        spread = max(map(sum, zip(*[columns[i] for i in dollar_columns], strict=True)))
         for i in dollar_columns:
             columns[i] = [1 - v / spread for v in columns[i]] if spread > 0 else [1.0] * n
     weighted = [[v * w for v in column] for column, (_, w) in zip(columns, static, strict=True)]
-    totals = [sum(t) for t in zip(*weighted, strict=True)] if weighted else [0.0] * n
+    totals = list(map(sum, zip(*weighted, strict=True))) if weighted else [0.0] * n
     values = list(zip(*columns, strict=True)) if columns else [()] * n
     eligible = [(-total, p.ordinal, c, p, v) for total, (c, p), v in zip(totals, passed, values, strict=True)]
     eligible.sort()  # fleet positions are unique: ties never compare further
@@ -155,19 +157,16 @@ def _column(
     values_key = ("values", score, key)
     known = cache.get(values_key)
     if known is None:
-        column = [score.measure(ctx, c, p, None, ()) for c, p in passed]
+        column = score.static_column(ctx, passed)
         cache[values_key] = (passed, column)
         return column
     if isinstance(known, tuple):  # the first column's values, indexed now that a second one asks
         first_passed, first_column = known
         known = cache[values_key] = {p.ordinal: v for (_, p), v in zip(first_passed, first_column, strict=True)}
-    column = []
-    for c, p in passed:
-        value = known.get(p.ordinal)
-        if value is None:
-            value = known[p.ordinal] = score.measure(ctx, c, p, None, ())
-        column.append(value)
-    return column
+    missing = [(c, p) for c, p in passed if p.ordinal not in known]
+    if missing:
+        known.update(zip([p.ordinal for _, p in missing], score.static_column(ctx, missing), strict=True))
+    return [known[p.ordinal] for _, p in passed]
 
 
 def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> CandidatePlan:
@@ -198,7 +197,8 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
     dynamic = tuple((s, w) for s, w in active if s.dynamic)
     eligible = _rank_statically(verdicts.passed, static, columns)
     bound = sum(w for _, w in dynamic)
-    start_order = sorted([(neg_static - bound, ordinal, 0) for neg_static, ordinal, *_ in eligible])
+    # eligible's order, but for a difference that ties where two totals did not
+    start_order = sorted([(e[0] - bound, e[1], 0) for e in eligible])
     plan = cache[plan_key] = CandidatePlan(
         eligible=tuple(eligible),
         rejections=verdicts.rejections,
@@ -206,7 +206,7 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
         dynamic_scores=dynamic,
         dynamic_bound=bound,
         weight_sum=sum(w for _, w in active) or 1.0,
-        lasting_rejections=tuple(r for _, r in verdicts.rejections),
+        lasting_rejections=verdicts.lasting_rejections,
         by_ordinal={e[1]: e for e in eligible},
         start_order=tuple(start_order),
     )

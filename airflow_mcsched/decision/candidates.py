@@ -21,6 +21,7 @@ from airflow_mcsched.decision.candidate_plan import CandidatePlan
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter
 from airflow_mcsched.decision.outcome import Rejection
+from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS
 from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, setup_for
 from airflow_mcsched.decision.pool_ranking import ranking_for, remember_start
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS
@@ -54,9 +55,12 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     out = Evaluation(setup, setup.plan)
     fits_nowhere = _fits_nowhere_key(ctx, setup)
     if fits_nowhere is not None:
-        known = ctx.cycle.fits_nowhere.get(fits_nowhere)
-        if known is not None and known[0] == ctx.cycle.overlay.version and known[1] is setup.plan.rejections:
-            out.judged = known[2]  # shared, read-only: admission works out its reason once
+        # by the plan's lasting rejections too (which pools are eligible): requests of one demand have
+        # many plans; the entry holds them, so their id stays their own
+        fits_nowhere = (fits_nowhere, ctx.cycle.capacity_state, id(setup.plan.rejections))
+        known = ctx.cycle.memory.fits_nowhere.get(fits_nowhere)
+        if known is not None and known[0] is setup.plan.rejections:
+            out.judged = known[1]  # shared, read-only: admission works out its reason once
             return out
     ranking = ranking_for(ctx, setup)
     out.feasible = ranking.best(ctx, setup, want)
@@ -64,18 +68,23 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     if not out.feasible:
         _scan(ctx, setup, out)
         if fits_nowhere is not None and {r.reason for _, r in out.judged} <= CAPACITY_REASONS:
-            ctx.cycle.fits_nowhere[fits_nowhere] = (ctx.cycle.overlay.version, setup.plan.rejections, tuple(out.judged))
+            remembered = ctx.cycle.memory.fits_nowhere
+            if len(remembered) >= MAX_FIT_MEMOS:
+                remembered.clear()
+            remembered[fits_nowhere] = (setup.plan.rejections, tuple(out.judged))
     return out
 
 
 def _fits_nowhere_key(ctx: RequestContext, setup: Setup) -> tuple | None:
-    """What a request that fits no pool shares with later ones of the cycle that fit none either.
+    """What a request that fits no pool shares with later ones that fit none either.
 
     When no live filter applies, a pool's verdict for a request that does not fit there is the fit
     filters' or the node chooser's, which read the demand and the pool's capacity only. So a later
-    request of the same demand, over the same eligible pools (the same lasting verdicts), before any
-    capacity changes, gets the same rejections: its walk over the fleet is skipped. This is the
-    common case of a long queue, where many requests of a few shapes wait behind full pools.
+    request of the same demand, over the same eligible pools (the same lasting verdicts), on the same
+    capacity objects, gets the same rejections: its walk over the fleet is skipped. This is the
+    common case of a long queue, where many requests of a few shapes wait behind full pools; and
+    the same requests again in the next cycle, which reaches the same capacity state's token
+    (`CycleState.capacity_state`) while it changes what the cycle before changed.
     """
     if setup.by_cluster or setup.by_capacity:
         return None  # quota, reserved GPUs, spread groups: verdicts of the team, priority or group

@@ -9,6 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from airflow_mcsched.access.profiles import WorkKind
+from airflow_mcsched.decision import plan_cache
 from airflow_mcsched.decision.plan_cache import Change, SharedPlans, plan_memory
 from airflow_mcsched.decision.policy import Policy, ScoreWeights
 from airflow_mcsched.decision.pool_stamps import ClockStamp, WorkStamp
@@ -69,8 +70,6 @@ class CycleState:
         self.pool_searches: dict[tuple, SearchMemo] = {}  # pool searches of requests alike (preemption.py)
         self.victims_below: dict[tuple, tuple] = {}  # by pool and priority, while its work is unchanged (preemption.py)
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
-        self.fits_nowhere: dict[tuple, tuple] = {}  # rejections of requests no pool fits (candidates.py)
-        self.waiting_parts: dict[int, tuple] = {}  # the reason and tally of those rejections (admission.py)
         not_yet_seen: dict[PoolKey, list[NodeAllocation]] = defaultdict(list)
         seen = {c.name: c.reservation_ids_seen for c in view.clusters}
         for r in self.running.values():
@@ -163,6 +162,8 @@ class CycleState:
         sources = self.memory.data_sources
         holders = sources.get(location)
         if holders is None:
+            if len(sources) >= plan_cache.MAX_STAGINGS:  # new paths keep coming: bounded like the stagings made of them
+                sources.clear()
             holders = sources[location] = tuple(c.name for c in self.view.clusters if c.data.holds(location))
         return holders
 

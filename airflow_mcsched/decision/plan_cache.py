@@ -11,8 +11,8 @@ Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
 readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities (and as many capacity states), `MAX_STATES`
 first capacity states, `MAX_FIT_MEMOS` demands' fit verdicts and as many demands' fruitless victim
-searches, and `MAX_VICTIM_CONTENTS` pools' victims per entry are kept, so memory stays bounded
-whatever the caller does.
+searches, `MAX_VICTIM_CONTENTS` pools' victims per entry and `MAX_STAGINGS` stagings of data are
+kept, so memory stays bounded whatever the caller does.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ MAX_FIT_MEMOS = 4096
 MAX_STATES = 16
 MAX_VICTIM_CONTENTS = 4096
 """Pools and priorities whose victims' content a memory keeps (`PlanMemory.victims`)."""
+MAX_STAGINGS = 65536
+"""Stagings of a list of data to a cluster (staging.py), and datasets' holders, a memory keeps: a
+service meets new dataset paths for as long as it runs (dated partitions, new runs)."""
 MAX_PER_CAPACITY = 100_000
 """Entries a memory keeps per capacity object (verdicts and bounds per demand, scored candidates
 and summaries per setup), all its demands and setups together, before it forgets them at the start
@@ -101,11 +104,13 @@ class PlanMemory:
         "data_sources",
         "derived",
         "fit_memo",
+        "fits_nowhere",
         "fruitless",
         "plugins",
         "staging",
         "stamps",
         "victims",
+        "waiting_parts",
         "weights",
     )
 
@@ -118,6 +123,14 @@ class PlanMemory:
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
+        self.fits_nowhere: dict[tuple[Hashable, object, int], tuple] = {}
+        """The rejections of requests that fit no pool, by demand and fit filters, the capacity state
+        they were judged in and the lasting rejections of their plan (candidates.py): kept across
+        cycles, as that state's token is reached again by a cycle that changes what an earlier one
+        changed."""
+        self.waiting_parts: dict[tuple[int, int], tuple] = {}
+        """The reason, rejections and tally of those rejections with a plan's lasting ones, by the
+        identity of both (admission.py)."""
         self.fruitless: dict[Hashable, dict[int, tuple]] = {}
         """Victim searches that found nothing to stop, by demand and priority, then by fleet position,
         with what they read (preemption.py): kept across cycles, checked by identity."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_mcsched.decision import plan_cache
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.view.snapshot import ClusterView
 
@@ -27,6 +28,8 @@ def staging_to(ctx: RequestContext, cluster: ClusterView) -> Staging:
     known = memo.get(memo_key)
     if known is not None:
         return known
+    if len(memo) >= plan_cache.MAX_STAGINGS:
+        memo.clear()
     local = remote = egress = 0.0
     for d in ctx.request.data:
         if cluster.data.holds(d.location):
@@ -39,3 +42,17 @@ def staging_to(ctx: RequestContext, cluster: ClusterView) -> Staging:
     seconds = remote * GBIT_PER_GIB / cluster.data.ingress_gbps
     staging = memo[memo_key] = Staging(local, remote, seconds, egress)
     return staging
+
+
+def staging_everywhere(ctx: RequestContext) -> dict[str, Staging]:
+    """`staging_to` every cluster of the view, by name: worked out once per list of data (and kept with
+    the view's layout, as `staging_to` is), for a score measured over every pool of a new plan."""
+    memo = ctx.cycle.staging_memo
+    memo_key = (ctx.request.data, None)
+    known = memo.get(memo_key)
+    if known is None:
+        known = {c.name: staging_to(ctx, c) for c in ctx.cycle.view.clusters}
+        if len(memo) >= plan_cache.MAX_STAGINGS:
+            memo.clear()
+        memo[memo_key] = known
+    return known

@@ -109,9 +109,10 @@ def test_the_busy_fleets_make_requests_preempt_and_wait_behind_heads():
     assert sum(held for _, held in outcomes) >= 5
 
 
-def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes():
+def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes(monkeypatch):
     """Three one-GPU requests wait on a full pool: the second and third reuse the first's rejections
-    (same objects); after a grant frees nothing but changes capacity, a request walks again."""
+    (same objects); after a grant frees nothing but changes capacity, a request walks again. The
+    next cycle on the view walks nowhere: it reaches the same capacity states."""
     profile = cluster("a", pool("gpu", "A100", nodes=1), pool("cpu", None, nodes=1))
     view = view_of((profile, observe(profile, free={"gpu": [0]})))
     queue = [request(f"r{i}", gpus=1, arrival=NOW - timedelta(seconds=10 - i)) for i in range(3)]
@@ -126,7 +127,32 @@ def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes():
     assert second.rejections == first.rejections and third.rejections is second.rejections
     assert by_id["r-late"].rejections == first.rejections  # equal, but walked again after the grant
     assert by_id["r-late"].rejections is not first.rejections
-    assert len(cycle.state.fits_nowhere) == 1
+    assert len(cycle.state.memory.fits_nowhere) == 2  # one walk per capacity state
+    # the next cycle reaches the same capacity states: every request takes a walk kept from this one
+    walks = []
+    walk = candidates._scan
+    monkeypatch.setattr(candidates, "_scan", lambda ctx, *a: walks.append(ctx.request.id) or walk(ctx, *a))
+    again = {d.request_id: d for d in AdmissionCycle(view, [], Policy(backfill=False), NOW).run(queue).decisions}
+    assert walks == []
+    assert again["r0"].rejections is second.rejections  # and the parts worked out from them
+    assert [again[r.id] for r in queue] == [by_id[r.id] for r in queue]
+
+
+def test_requests_that_fit_nowhere_take_their_own_plans_lasting_rejections():
+    """Plans with no eligible pool all find one empty list of pools walked: requests of one demand
+    for two GPU types found nowhere each say what was wrong with theirs, however they interleave,
+    in this cycle and the next."""
+    profile = cluster("a", pool("gpu", "A100", nodes=1))
+    view = view_of((profile, observe(profile)))
+    queue = [
+        request(f"r{i}", gpus=1, gpu_types=(gpu,), arrival=NOW - timedelta(seconds=10 - i))
+        for i, gpu in enumerate(["B200", "B200", "MI300", "MI300", "B200", "MI300"])
+    ]
+    for _ in range(2):
+        for d in decide(view, queue, [], Policy(), NOW).decisions:
+            wanted = next(r.gpu_types[0] for r in queue if r.id == d.request_id)
+            assert d.outcome is Outcome.WAITING and len(d.rejections) == 1
+            assert wanted in d.rejections[0].message, d
 
 
 def test_requests_alike_waiting_on_the_same_pools_share_one_search_for_work_to_stop(monkeypatch):

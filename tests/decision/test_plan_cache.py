@@ -359,3 +359,20 @@ def test_decisions_of_shared_plans_starting_afresh_at_every_cycle_are_equal(monk
     cycles = [(view, queues[i % 2], random_running(rng, view)) for i, view in enumerate((*views, *views))]
     remembered = [decide(view, q, running, policy, NOW) for view, q, running in cycles]
     assert remembered == [_uncached(view, q, running, policy, NOW) for view, q, running in cycles]
+
+
+def test_stagings_of_new_datasets_are_bounded_and_decide_as_before(monkeypatch):
+    """A service meets new dataset paths for as long as it runs: the stagings and holders a view's
+    memory keeps start afresh past `MAX_STAGINGS`, and what is worked out again decides the same."""
+    monkeypatch.setattr(plan_cache, "MAX_STAGINGS", 5)
+    rng = random.Random(7)
+    view = random_view(rng)
+    queue = [
+        request(f"r{i}", gpus=1, data=[{"location": f"runs/2026-12-{i:02d}", "size_gib": 10 * i}]) for i in range(1, 9)
+    ]
+    policy = Policy()
+    result = decide(view, queue, [], policy, NOW)
+    memory = plan_cache.plan_memory(view, policy, DEFAULT_PLUGINS)
+    assert 0 < len(memory.staging) <= 5 and 0 < len(memory.data_sources) <= 5
+    assert result == _uncached(view, queue, [], policy, NOW)
+    assert decide(view, queue, [], policy, NOW) == result

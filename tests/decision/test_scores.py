@@ -8,7 +8,7 @@ import pytest
 
 from airflow_mcsched.access.profiles import WorkKind
 from airflow_mcsched.decision import Outcome, Policy
-from tests.decision.fleet_factory import cluster, decide_one, observe, pool, request, view_of
+from tests.decision.fleet_factory import NOW, cluster, decide_one, observe, pool, request, view_of
 
 
 def test_cheaper_pool_inside_the_same_cluster_wins_when_all_else_is_equal():
@@ -119,3 +119,53 @@ def test_score_is_the_weighted_mean_of_its_parts():
     parts = decision.placement.parts
     assert decision.placement.score == pytest.approx(sum(p.weighted for p in parts) / sum(p.weight for p in parts))
     assert decision.outcome is Outcome.ADMITTED
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        {"gpus": 8, "expected_duration": timedelta(hours=2), "data": [{"location": "corpus", "size_gib": 100}]},
+        {
+            "gpus": 1,
+            "interruptible": True,
+            "data": [{"location": "corpus", "size_gib": 7}, {"location": "logs", "size_gib": 30}],
+        },
+        {"gpu_milli": 250, "expected_duration": timedelta(minutes=10), "data": [{"location": "logs", "size_gib": 500}]},
+        {"gpus": 2, "interruptible": True, "data": [{"location": "nowhere", "size_gib": 20}]},
+        {"gpus": 3, "expected_duration": timedelta(minutes=70), "data": [{"location": "corpus", "size_gib": 130}]},
+    ],
+)
+def test_a_static_column_is_each_pools_measure_bit_for_bit(ask):
+    """A new plan measures a static score over every pool in one pass (`Score.static_column`); the
+    cost scores work the request's part out once there. The values must be `measure`'s exactly: a
+    plan's order and ties rest on them. Pools of one cluster come apart here too (a column over
+    the pools a later plan lacks)."""
+    from airflow_mcsched.decision.admission import DEFAULT_PLUGINS
+    from airflow_mcsched.decision.context import RequestContext
+    from airflow_mcsched.decision.cycle_state import CycleState
+    from airflow_mcsched.decision.scores.cost import DataLocalityScore, PriceScore
+
+    view = view_of(
+        cluster(
+            "home",
+            pool("a", price_per_gpu_hour=2.3, spot_price_per_gpu_hour=0.7),
+            pool("b", gpu_type="H100", price_per_gpu_hour=4.1),
+            data={"datasets": ["corpus"], "egress_price_per_gib": 0.09, "ingress_gbps": 10},
+        ),
+        cluster("far", pool("a", price_per_gpu_hour=1.7, spot_price_per_gpu_hour=0.3), data={"ingress_gbps": 3}),
+        cluster(
+            "logs",
+            pool("a", price_per_gpu_hour=2.9),
+            pool("b", gpu_type="L4", price_per_gpu_hour=0.9, spot_price_per_gpu_hour=0.35),
+            data={"datasets": ["logs"], "egress_price_per_gib": 0.02, "ingress_gbps": 25},
+        ),
+    )
+    cycle = CycleState(view, (), Policy(), NOW, DEFAULT_PLUGINS)
+    ctx = RequestContext.of(request(**ask), 0, cycle)
+    pairs = [(c, p) for c in view.clusters for p in c.pools]
+    apart = [pairs[4], pairs[0], pairs[2], pairs[1], pairs[3]]  # home's and logs' pools not together
+    for score in (DataLocalityScore(), PriceScore()):
+        for pools in (pairs, apart):
+            measured = [score.measure(ctx, c, p, None, ()) for c, p in pools]
+            assert score.static_column(ctx, pools) == measured
+            assert len(set(measured)) > 1, "the fleet tells the pools apart"

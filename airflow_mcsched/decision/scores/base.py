@@ -25,6 +25,7 @@ their nodes (the default bound, 1, is always safe).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import ClassVar
 
 from airflow_mcsched.decision.context import RequestContext
@@ -76,6 +77,13 @@ class Score(ABC):
         pods: tuple[NodeAllocation, ...],
     ) -> float:
         """The raw value: dollars, or [0, 1]."""
+
+    def static_column(self, ctx: RequestContext, pools: Sequence[tuple[ClusterView, PoolView]]) -> list[float]:
+        """A static score's values over many pools (in fleet order), as `measure` gives each: what a
+        new plan asks (candidate_plan.py). A score whose value per pool is a formula over what the
+        request fixes may override it with one pass that works the request's part out once: a queue
+        of new requests makes hundreds of plans a cycle, each over every pool of the fleet."""
+        return [self.measure(ctx, c, p, None, ()) for c, p in pools]
 
     def explain(
         self,

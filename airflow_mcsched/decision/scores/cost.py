@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from airflow_mcsched.decision.scores.base import Score
-from airflow_mcsched.decision.staging import staging_to
+from airflow_mcsched.decision.staging import staging_everywhere, staging_to
 
 
 class PriceScore(Score):
@@ -17,6 +17,10 @@ class PriceScore(Score):
 
     def measure(self, ctx, cluster, pool, capacity, pods):
         return pool.price_for(ctx.request.interruptible)
+
+    def static_column(self, ctx, pools):
+        interruptible = ctx.request.interruptible
+        return [p.price_for(interruptible) for _, p in pools]
 
     def explain(self, ctx, cluster, pool, capacity, pods):
         price = pool.price_for(ctx.request.interruptible)
@@ -48,6 +52,17 @@ class DataLocalityScore(Score):
         """(egress + idle GPUs while staging) spread over the run's GPU-hours (at least one)."""
         s = staging_to(ctx, cluster)
         return (s.egress_dollars + self._idle_dollars(ctx, pool, s.seconds)) / max(1.0, ctx.gpu_hours)
+
+    def static_column(self, ctx, pools):
+        """`measure` over many pools, the request's part and every cluster's staging worked out once;
+        the same operations in the same order, so every value is bit-equal to `measure`'s."""
+        interruptible, gpus, spread = ctx.request.interruptible, ctx.demand.gpu_equivalent, max(1.0, ctx.gpu_hours)
+        staged = staging_everywhere(ctx)
+        return [
+            (s.egress_dollars + s.seconds / 3600 * p.price_for(interruptible) * gpus) / spread
+            for c, p in pools
+            for s in (staged[c.name],)
+        ]
 
     def explain(self, ctx, cluster, pool, capacity, pods):
         s = staging_to(ctx, cluster)
