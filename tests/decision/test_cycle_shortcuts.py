@@ -1,7 +1,8 @@
 """The shortcuts of a cycle over a long queue change how fast it decides, never what it decides.
 
-- a request of a demand that an earlier request of the cycle found fitting no pool, before any
-  capacity changed, takes that request's rejections instead of walking the fleet again;
+- a request of a demand that an earlier request found fitting no pool of the same eligible pools,
+  on the same capacity objects (in its cycle, or in an earlier one that reached the same capacity
+  state), takes that request's rejections instead of walking the fleet again;
 - the backfill replay of running work follows only the nodes that ends touch until the request
   may fit (`backfill._PoolReplay`);
 - a pool's search for work to preempt is reused by later requests alike (demand, priority, expected
