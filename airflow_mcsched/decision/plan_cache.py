@@ -107,6 +107,7 @@ class PlanMemory:
         "fits_nowhere",
         "fruitless",
         "plugins",
+        "preemptable",
         "staging",
         "stamps",
         "victims",
@@ -131,6 +132,9 @@ class PlanMemory:
         self.waiting_parts: dict[tuple[int, int], tuple] = {}
         """The reason, rejections and tally of those rejections with a plan's lasting ones, by the
         identity of both (admission.py)."""
+        self.preemptable: dict[int, tuple] = {}
+        """The pools such a shared walk rules out for capacity or quota alone, by its identity
+        (preemption.py)."""
         self.fruitless: dict[Hashable, dict[int, tuple]] = {}
         """Victim searches that found nothing to stop, by demand and priority, then by fleet position,
         with what they read (preemption.py): kept across cycles, checked by identity."""

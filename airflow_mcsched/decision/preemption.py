@@ -18,6 +18,8 @@ from airflow_mcsched.decision.candidates import Evaluation
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.node_choice import choose_nodes
+from airflow_mcsched.decision.outcome import Rejection
+from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
@@ -430,16 +432,10 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     if not _worth_searching(ctx):
         return None
     cycle = ctx.cycle
-    view = cycle.view
     quota_may_help = _quota_reclaim_possible(ctx)
     stopping = cycle.running.stopping_for(ctx.request.id)
     memo = _search_memo(ctx, quota_may_help or bool(stopping))
-    by_key = view.pools_by_key
-    pools = [  # a whole cluster ruled out (pool None) is never for want of capacity or quota
-        by_key[(r.cluster, r.pool)]
-        for _, r in evaluation.judged
-        if not r.lasting and r.reason in PREEMPTABLE and r.pool is not None
-    ]
+    pools = _preemptable_pools(ctx, evaluation.judged)
     if memo is None:
         best = _best_plan(ctx, pools, None, stopping or quota_may_help)
     else:
@@ -449,6 +445,31 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     # the search chose whom to stop (perhaps for an earlier request alike); say why, for this one
     victims = tuple(_victim(ctx, v.reservation, v.reason, best.pool) for v in best.victims)
     return PreemptionPlan(best.pool, best.pods, victims, best.stopping)
+
+
+def _preemptable_pools(ctx: RequestContext, judged: Sequence[tuple[int, Rejection]]) -> list[PoolView]:
+    """The pools `judged` rules out for want of capacity or quota alone (a whole cluster ruled out,
+    pool None, never is), in its order. Kept in the view's memory with a walk that requests share
+    (a tuple: `candidates.evaluate`), which the same requests take again in later cycles: on a full
+    fleet each waiting request went over a hundred rejections or more to find them, every cycle.
+    The pools may be another view's of the same layout, as a plan's are (the overlay finds a
+    pool's capacity by its key)."""
+    memo = ctx.cycle.memory.preemptable if isinstance(judged, tuple) else None
+    if memo is not None:
+        known = memo.get(id(judged))
+        if known is not None and known[0] is judged:
+            return known[1]
+    by_key = ctx.cycle.view.pools_by_key
+    pools = [
+        by_key[(r.cluster, r.pool)]
+        for _, r in judged
+        if not r.lasting and r.reason in PREEMPTABLE and r.pool is not None
+    ]
+    if memo is not None:
+        if len(memo) >= MAX_FIT_MEMOS:
+            memo.clear()
+        memo[id(judged)] = (judged, pools)  # holds `judged`: its id stays its own
+    return pools
 
 
 class SearchMemo:

@@ -302,3 +302,28 @@ def test_pools_whose_best_conceivable_plan_ranks_after_the_best_found_are_not_se
     assert d.outcome is Outcome.PREEMPTING
     assert [v.reservation_id for v in d.victims] == ["rsv-p2"]
     assert sorted(searched) == ["p0", "p1", "p2"]
+
+
+def test_requests_sharing_a_walk_search_the_pools_it_found_once_across_cycles(monkeypatch):
+    """Urgent requests alike wait where stopping work would not make room: the second takes the first
+    one's walk, and so does the next cycle's first; each takes the pools to search with the walk,
+    not picked from its rejections again."""
+    from airflow_mcsched.decision import preemption
+
+    running = [
+        low("keep0", "a-gpu-0", gpus=6, priority=HIGH, interruptible=False),
+        low("keep1", "a-gpu-1", gpus=6, priority=HIGH, interruptible=False),
+        low("l0", "a-gpu-0", gpus=2),
+        low("l1", "a-gpu-1", gpus=2),
+    ]
+    view = full_fleet(*running)
+    queue = [urgent(arrival=NOW - timedelta(seconds=1)), urgent("urgent-2", arrival=NOW)]
+    searched = []
+    search = preemption._remembered_best
+    monkeypatch.setattr(
+        preemption, "_remembered_best", lambda ctx, pools, memo: searched.append(pools) or search(ctx, pools, memo)
+    )
+    for _ in range(2):
+        assert [d.outcome for d in decide(view, queue, running, DEFAULT_POLICY, NOW).decisions] == [Outcome.WAITING] * 2
+    assert len(searched) == 4 and [p.name for p in searched[0]] == ["gpu"]
+    assert searched[1] is searched[2] is searched[3]  # the first request walked itself: its own list
