@@ -17,6 +17,7 @@ from airflow_mcsched.decision.quota import QuotaLedger
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.decision.running_work import RunningWork
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.bounded_table import get_or_make
 from airflow_mcsched.view.overlay import CapacityOverlay
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey, PoolView
 
@@ -159,13 +160,14 @@ class CycleState:
 
     def data_holders(self, location: str) -> tuple[str, ...]:
         """Clusters holding a dataset or path, looked up once per view."""
-        sources = self.memory.data_sources
-        holders = sources.get(location)
-        if holders is None:
-            if len(sources) >= plan_cache.MAX_STAGINGS:  # new paths keep coming: bounded like the stagings made of them
-                sources.clear()
-            holders = sources[location] = tuple(c.name for c in self.view.clusters if c.data.holds(location))
-        return holders
+        clusters = self.view.clusters
+        # new paths keep coming: bounded like the stagings made of them
+        return get_or_make(
+            self.memory.data_sources,
+            location,
+            plan_cache.MAX_STAGINGS,
+            lambda: tuple(c.name for c in clusters if c.data.holds(location)),
+        )
 
 
 def _domain_of(view: GlobalView, cluster: str) -> str | None:

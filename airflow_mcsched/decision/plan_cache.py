@@ -132,7 +132,7 @@ class PlanMemory:
         self.waiting_parts: dict[tuple[int, int], tuple] = {}
         """The reason, rejections and tally of those rejections with a plan's lasting ones, by the
         identity of both (admission.py)."""
-        self.preemptable: dict[int, tuple] = {}
+        self.preemptable: dict[int, tuple[Any, list]] = {}
         """The pools such a shared walk rules out for capacity or quota alone, by its identity
         (preemption.py)."""
         self.fruitless: dict[Hashable, dict[int, tuple]] = {}

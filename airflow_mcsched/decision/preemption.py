@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from math import comb
 
@@ -23,6 +24,7 @@ from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.bounded_table import held
 from airflow_mcsched.view.frozen_init import quick_init
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
@@ -454,22 +456,18 @@ def _preemptable_pools(ctx: RequestContext, judged: Sequence[tuple[int, Rejectio
     fleet each waiting request went over a hundred rejections or more to find them, every cycle.
     The pools may be another view's of the same layout, as a plan's are (the overlay finds a
     pool's capacity by its key)."""
-    memo = ctx.cycle.memory.preemptable if isinstance(judged, tuple) else None
-    if memo is not None:
-        known = memo.get(id(judged))
-        if known is not None and known[0] is judged:
-            return known[1]
+    if isinstance(judged, tuple):
+        return held(ctx.cycle.memory.preemptable, judged, MAX_FIT_MEMOS, partial(_ruled_out_for_room, ctx))
+    return _ruled_out_for_room(ctx, judged)
+
+
+def _ruled_out_for_room(ctx: RequestContext, judged: Sequence[tuple[int, Rejection]]) -> list[PoolView]:
     by_key = ctx.cycle.view.pools_by_key
-    pools = [
+    return [
         by_key[(r.cluster, r.pool)]
         for _, r in judged
         if not r.lasting and r.reason in PREEMPTABLE and r.pool is not None
     ]
-    if memo is not None:
-        if len(memo) >= MAX_FIT_MEMOS:
-            memo.clear()
-        memo[id(judged)] = (judged, pools)  # holds `judged`: its id stays its own
-    return pools
 
 
 class SearchMemo:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from airflow_mcsched.decision import plan_cache
 from airflow_mcsched.decision.context import RequestContext
+from airflow_mcsched.view.bounded_table import get_or_make
 from airflow_mcsched.view.snapshot import ClusterView
 
 GBIT_PER_GIB = 8 * 1024**3 / 1e9
@@ -47,12 +48,10 @@ def staging_to(ctx: RequestContext, cluster: ClusterView) -> Staging:
 def staging_everywhere(ctx: RequestContext) -> dict[str, Staging]:
     """`staging_to` every cluster of the view, by name: worked out once per list of data (and kept with
     the view's layout, as `staging_to` is), for a score measured over every pool of a new plan."""
-    memo = ctx.cycle.staging_memo
-    memo_key = (ctx.request.data, None)
-    known = memo.get(memo_key)
-    if known is None:
-        known = {c.name: staging_to(ctx, c) for c in ctx.cycle.view.clusters}
-        if len(memo) >= plan_cache.MAX_STAGINGS:
-            memo.clear()
-        memo[memo_key] = known
-    return known
+    clusters = ctx.cycle.view.clusters
+    return get_or_make(
+        ctx.cycle.staging_memo,
+        (ctx.request.data, None),
+        plan_cache.MAX_STAGINGS,
+        lambda: {c.name: staging_to(ctx, c) for c in clusters},
+    )
