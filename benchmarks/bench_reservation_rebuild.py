@@ -1,0 +1,47 @@
+"""CPU the service spends making the engine's reservations from their rows, once per admission cycle.
+
+    .venv/bin/python benchmarks/bench_reservation_rebuild.py --busy-file /tmp/full.pickle
+
+The service's cycle (`PlacementStore._cycle`) makes every active reservation anew from its row
+(`placement_mapping.reservation_of`) before it calls the engine. This times that step alone, for
+the running work of the engine benchmark's full fleet (`engine_cycles.py --busy`: 100 clusters,
+about 27,000 reservations, made once and pickled at `--busy-file`, minutes the first time), from
+rows already in memory: the query that loads them is not counted. Medians of `--runs` passes.
+(A row keeps its pods without the GPU indices the node chooser gave them: what comes back is the
+reservation matched by amount, `NodeAllocation`.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+from bench_engine import filled_at, fleet_and_queues
+
+from airflow_mcsched.service.placement_mapping import reservation_of, reservation_row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--busy-file", default=None, help="the full fleet's work, pickled (as engine_cycles.py's)")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    _, _, running, view, _, queue = fleet_and_queues(100, random.Random(1))
+    work = filled_at((100, "random"), view, queue, running, args.busy_file)
+    rows = [reservation_row(r) for r in work]
+    times = []
+    for _ in range(args.runs):
+        start = time.process_time()
+        made = [reservation_of(row) for row in rows]
+        times.append((time.process_time() - start) * 1e3)
+    assert len(made) == len(work)  # equal but for the pods' GPU indices, which the rows do not keep
+    print(
+        f"{len(rows):,} reservations made from their rows: median {statistics.median(times):.0f} ms CPU "
+        f"({min(times):.0f}-{max(times):.0f}) over {args.runs} passes"
+    )
+
+
+if __name__ == "__main__":
+    main()
