@@ -172,7 +172,8 @@ def _column(
 def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score]) -> CandidatePlan:
     """The request's plan, shared with every request alike in the plugins' signatures, in this cycle
     and in later ones on the same view."""
-    cache = shared_plans(ctx, filters).plans
+    shared = shared_plans(ctx, filters)
+    cache, lasting_cache = shared.plans, shared.lasting
     lasting = [f for f in filters if f.lasting and f.applies(ctx)]
     lasting_key = tuple((f, f.signature(ctx)) for f in lasting)
     weights = ctx.weights
@@ -184,15 +185,15 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
     plan = cache.get(plan_key)
     if plan is not None:
         return plan  # type: ignore[return-value]
-    verdicts = cache.get(lasting_key)
+    verdicts = lasting_cache.get(lasting_key)
     if verdicts is None:
-        verdicts = cache[lasting_key] = _judge(ctx, lasting)
+        verdicts = lasting_cache[lasting_key] = _judge(ctx, lasting)
     columns = []
     for s, key in static_keys:
         column_key = ("column", lasting_key, s, key)
-        column = cache.get(column_key)
+        column = lasting_cache.get(column_key)
         if column is None:
-            column = cache[column_key] = _column(ctx, cache, s, key, verdicts.passed)
+            column = lasting_cache[column_key] = _column(ctx, lasting_cache, s, key, verdicts.passed)
         columns.append(column)
     dynamic = tuple((s, w) for s, w in active if s.dynamic)
     eligible = _rank_statically(verdicts.passed, static, columns)

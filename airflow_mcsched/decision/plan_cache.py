@@ -9,9 +9,10 @@ verdicts, rankings, and the capacity left by reservations whose pods the view do
 Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
 
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
-readings, `MAX_PLANS` plans, `MAX_CHANGED` capacities (and as many capacity states), `MAX_STATES`
-first capacity states, `MAX_FIT_MEMOS` demands' fit verdicts and as many demands' fruitless victim
-searches, `MAX_VICTIM_CONTENTS` pools' victims per entry and `MAX_STAGINGS` stagings of data are
+readings, `MAX_PLANS` plans and `MAX_LASTING` verdicts and columns, `MAX_CHANGED` capacities (and
+as many capacity states), `MAX_STATES` first capacity states, `MAX_FIT_MEMOS` demands' fit verdicts
+and as many demands' fruitless victim searches, `MAX_VICTIM_CONTENTS` pools' victims per entry and
+`MAX_STAGINGS` stagings of data are
 kept, so memory stays bounded whatever the caller does.
 """
 
@@ -34,6 +35,8 @@ MAX_POLICIES = 4
 MAX_CLOCKS = 4
 MAX_PLANS = 4096
 MAX_CHANGED = 16384
+MAX_LASTING = 4096
+"""Lasting verdicts and static score columns kept for one set of cluster verdicts (`SharedPlans.lasting`)."""
 MAX_FIT_MEMOS = 4096
 MAX_STATES = 16
 MAX_VICTIM_CONTENTS = 4096
@@ -79,15 +82,24 @@ class SharedPlans:
     fills them.
 
     A cycle holds the object it started with, so replacing it (when it grew past `MAX_PLANS`) never
-    frees a plan a running cycle still uses.
+    frees a plan a running cycle still uses. What the plans are made of (`lasting`) goes on into
+    the one that replaces it.
     """
 
-    __slots__ = ("plans", "ranking_starts", "setups")
+    __slots__ = ("lasting", "plans", "ranking_starts", "setups")
 
-    def __init__(self) -> None:
+    def __init__(self, lasting: dict[Hashable, Any] | None = None) -> None:
         self.plans: dict[Hashable, Any] = {}
         self.setups: dict[Hashable, Any] = {}
         self.ranking_starts: dict[Hashable, Any] = {}
+        self.lasting: dict[Hashable, Any] = {} if lasting is None or len(lasting) > MAX_LASTING else lasting
+        """The pools' lasting verdicts and static score columns, by the filters' and scores'
+        signatures (candidate_plan.py). Fewer than the plans made of them, and met again by new
+        requests: a queue of 1,000 new all-different requests at 100 clusters makes some 500
+        plans and 1,300 setups a cycle, from about 160 verdicts (the same each cycle) and a few
+        hundred new columns. So these are kept when the plans start afresh, and the plans of the
+        next queue are made from them. Entries are only added: a cycle that still holds the
+        object it replaced may read them too. Past `MAX_LASTING` they start afresh with the rest."""
 
 
 class PlanMemory:
@@ -236,14 +248,20 @@ class PlanMemory:
         return content
 
     def shared(self, verdicts: Hashable) -> SharedPlans:
-        """Plans for this set of cluster verdicts (the clusters ruled out, with their messages)."""
+        """Plans for this set of cluster verdicts (the clusters ruled out, with their messages).
+
+        The fit verdicts (`fit_memo`) stay when the plans start afresh: they are by demand and
+        capacity object, not by plan, new requests of a known demand read them, and they have
+        bounds of their own (`MAX_FIT_MEMOS`, `trim`)."""
         shared = self._shared.get(verdicts)
-        if shared is None or len(shared.plans) + len(shared.setups) + len(shared.ranking_starts) > MAX_PLANS:
+        if (
+            shared is None
+            or len(shared.plans) + len(shared.setups) + len(shared.ranking_starts) > MAX_PLANS
+            or len(shared.lasting) > MAX_LASTING
+        ):
             if len(self._shared) >= MAX_CLOCKS:
                 self._shared.clear()
-            if shared is not None:
-                self.fit_memo = {}
-            shared = self._shared[verdicts] = SharedPlans()
+            shared = self._shared[verdicts] = SharedPlans(shared.lasting if shared is not None else None)
         return shared
 
 

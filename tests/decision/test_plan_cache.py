@@ -347,11 +347,15 @@ def test_reservations_not_yet_seen_are_taken_from_capacity_in_every_cycle():
     assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
 
 
+@pytest.mark.parametrize("lasting_too", [False, True], ids=["verdicts and columns kept", "all afresh"])
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
-def test_decisions_of_shared_plans_starting_afresh_at_every_cycle_are_equal(monkeypatch, policy_name):
+def test_decisions_of_shared_plans_starting_afresh_at_every_cycle_are_equal(monkeypatch, policy_name, lasting_too):
     """Past `MAX_PLANS` entries the shared plans start afresh (a queue of new all-different requests
-    passes it every other cycle): what is made again decides as what was kept."""
+    passes it every other cycle), keeping the verdicts and columns they are made of unless those
+    pass `MAX_LASTING`: what is made again decides as what was kept."""
     monkeypatch.setattr(plan_cache, "MAX_PLANS", 0)
+    if lasting_too:
+        monkeypatch.setattr(plan_cache, "MAX_LASTING", 0)
     rng = random.Random(12)
     policy = POLICIES[policy_name]
     views = [random_view(random.Random(12), reads=random.Random(120 + i)) for i in range(3)]
@@ -376,3 +380,28 @@ def test_stagings_of_new_datasets_are_bounded_and_decide_as_before(monkeypatch):
     assert 0 < len(memory.staging) <= 5 and 0 < len(memory.data_sources) <= 5
     assert result == _uncached(view, queue, [], policy, NOW)
     assert decide(view, queue, [], policy, NOW) == result
+
+
+def test_plans_starting_afresh_keep_the_verdicts_and_columns_they_are_made_of(monkeypatch):
+    """A queue of new all-different requests makes hundreds of plans a cycle from far fewer lasting
+    verdicts and static columns: when the plans start afresh, a plan made again takes the verdicts
+    and columns made before (the same objects) and the fit verdicts of its demand, and decides as
+    one made from nothing."""
+    rng = random.Random(5)
+    view = random_view(rng)
+    queue = random_queue(rng, 12)
+    policy = Policy()
+    first = decide(view, queue, [], policy, NOW)
+    memory = plan_cache.plan_memory(view, policy, DEFAULT_PLUGINS)
+    (before,) = memory._shared.values()
+    plans = {k: p for k, p in before.plans.items() if k[0] == "plan"}
+    fit_memos = dict(memory.fit_memo)
+    assert plans and before.lasting and fit_memos
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", 0)  # the next cycle starts the plans afresh
+    assert decide(view, queue, [], policy, NOW) == first == _uncached(view, queue, [], policy, NOW)
+    (after,) = memory._shared.values()
+    assert after is not before and after.lasting is before.lasting
+    remade = {k: p for k, p in after.plans.items() if k in plans}
+    assert remade and all(p is not plans[k] for k, p in remade.items())
+    assert all(p.rejections is plans[k].rejections for k, p in remade.items())  # the same lasting verdicts
+    assert all(memory.fit_memo.get(k) is m for k, m in fit_memos.items())
