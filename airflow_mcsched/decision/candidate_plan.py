@@ -141,10 +141,16 @@ def _rank_statically(
         for i in dollar_columns:
             columns[i] = [1 - v / spread for v in columns[i]] if spread > 0 else [1.0] * n
     weighted = [[v * w for v in column] for column, (_, w) in zip(columns, static, strict=True)]
-    totals = list(map(sum, zip(*weighted, strict=True))) if weighted else [0.0] * n
+    negated = [-total for total in map(sum, zip(*weighted, strict=True))] if weighted else [-0.0] * n
     values = list(zip(*columns, strict=True)) if columns else [()] * n
-    eligible = [(-total, p.ordinal, c, p, v) for total, (c, p), v in zip(totals, passed, values, strict=True)]
-    eligible.sort()  # fleet positions are unique: ties never compare further
+    # Sorted as the tuples (-total, fleet position) would sort, by a float key alone: `passed` is in
+    # fleet order (ascending positions) and the sort is stable, so equal totals keep fleet order. A
+    # sort of plain floats is several times quicker than one of tuples, and a queue of new requests
+    # makes hundreds of plans a cycle.
+    eligible = []
+    for i in sorted(range(n), key=negated.__getitem__):
+        cluster, pool = passed[i]
+        eligible.append((negated[i], pool.ordinal, cluster, pool, values[i]))
     return eligible
 
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from airflow_mcsched.access.profiles import WorkKind
-from airflow_mcsched.decision import Outcome, Plugins, Policy, Reason, decide, plan_cache, preemption
+from airflow_mcsched.decision import Outcome, Plugins, Policy, Reason, candidate_plan, decide, plan_cache, preemption
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.decision.running_work import RunningWork
@@ -512,3 +512,28 @@ def test_a_chosen_pools_figures_that_read_the_cycle_are_made_in_each_cycle():
     chosen = [decide(view, ask, [], Policy(), now, plugins=plugins).decisions[0].placement for now in moments]
     assert [dict(c.part("stamped").detail)["at"] for c in chosen] == [now.isoformat() for now in moments]
     assert chosen[1] is chosen[2] and chosen[0] != chosen[1]  # at one clock it is kept
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_plans_pools_sorted_by_their_totals_alone_keep_fleet_order_among_equal_totals(seed):
+    """`_rank_statically` sorts by the negated totals alone (a float sort, quicker than one of
+    tuples): the same pools in the same order as sorting (negated total, fleet position), bit for
+    bit, with many equal totals and zero columns among them."""
+    rng = random.Random(seed)
+    profiles = [
+        cluster(f"c{c}", pool("big", nodes=1), pool("small", "L4", gpus_per_node=4, nodes=1)) for c in range(12)
+    ]
+    view = view_of(*profiles)
+    passed = [(c, p) for c in view.clusters for p in c.pools]
+    plain = [s for s in DEFAULT_SCORES if not s.in_dollars and not s.dynamic]  # no normalising: totals as below
+    static = tuple((score, rng.choice([0.5, 1.0, 2.0])) for score in plain)
+    columns = [[rng.choice([0.0, -0.0, 0.25, 0.5, 1.0]) for _ in passed] for _ in static]
+    eligible = candidate_plan._rank_statically(passed, static, columns)
+    weighted = [[v * w for v in column] for column, (_, w) in zip(columns, static, strict=True)]
+    totals = list(map(sum, zip(*weighted, strict=True)))
+    expected = sorted(
+        (-t, p.ordinal, c, p, v) for t, (c, p), v in zip(totals, passed, zip(*columns, strict=True), strict=True)
+    )
+    assert len({e[0] for e in expected}) < len(expected)  # equal totals: fleet order decides among them
+    assert [(e[0], e[1], e[4]) for e in eligible] == [(e[0], e[1], e[4]) for e in expected]
+    assert [repr(e[0]) for e in eligible] == [repr(e[0]) for e in expected]  # -0.0 stays -0.0
