@@ -546,19 +546,22 @@ def _best_plan(
     749 of them in pools that could not win)."""
     cycle = ctx.cycle
     overlay, running, priority = cycle.overlay, cycle.running, ctx.priority
-    capacities, lowest, work_version = overlay.by_ordinal, running.lowest_interruptible_priority, running.pool_version
+    capacities, lowest, known_lowest = overlay.by_ordinal, running.lowest_interruptible_priority, running.known_lowest
+    versions = running.pool_versions
     head = cycle.head
     commits = _head_commits(head)
     best: PreemptionPlan | None = None
-    for pool in pools:
+    for pool in pools:  # a hundred pools or more for each waiting request of a full fleet: no call per pool
         key = pool.key
-        if not every_pool and lowest(key) >= priority:  # no lower interruptible work here to stop
-            continue
+        if not every_pool:
+            low = known_lowest.get(key)
+            if (lowest(key) if low is None else low) >= priority:  # no lower interruptible work here to stop
+                continue
         if memo is None:
             plan = _PoolSearch(ctx, pool).plan()
         else:
             ordinal = pool.ordinal
-            state = (capacities.get(ordinal) or overlay.capacity(pool), work_version(key))
+            state = (capacities.get(ordinal) or overlay.capacity(pool), versions.get(key, 0))
             known = memo.by_pool.get(ordinal)
             if (
                 known is not None

@@ -7,7 +7,7 @@ costs one dict; each index, once built, is kept up to date as work is granted an
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from airflow_mcsched.decision.pool_stamps import StampBook, WorkStamp
@@ -107,6 +107,18 @@ class RunningWork:
     def pool_version(self, key: PoolKey) -> int:
         """Grows whenever work is added to or removed from the pool during the cycle."""
         return self._pool_versions.get(key, 0)
+
+    @property
+    def pool_versions(self) -> Mapping[PoolKey, int]:
+        """`pool_version` of every pool with work added or removed (the others: 0), kept up to date:
+        for a loop over many pools, which reads it without a call per pool."""
+        return self._pool_versions
+
+    @property
+    def known_lowest(self) -> Mapping[PoolKey | None, float]:
+        """`lowest_interruptible_priority` of the pools asked about since their work last changed,
+        kept up to date (a pool missing here is asked through the method)."""
+        return self._lowest
 
     def in_pool(self, key: PoolKey) -> Iterable[Reservation]:
         if self._by_pool is None:
