@@ -6,7 +6,9 @@ The service's cycle (`PlacementStore._cycle`) makes every active reservation ane
 (`placement_mapping.reservation_of`) before it calls the engine. This times that step alone, for
 the running work of the engine benchmark's full fleet (`engine_cycles.py --busy`: 100 clusters,
 about 27,000 reservations, made once and pickled at `--busy-file`, minutes the first time), from
-rows already in memory: the query that loads them is not counted. Medians of `--runs` passes.
+rows already in memory: the query that loads them is not counted. Medians of `--runs` passes,
+each with the cyclic garbage collector paused as the service's cycle pauses it (`gc_pause.py`),
+and with it running (`--collector`), as session 27 measured.
 (A row keeps its pods without the GPU indices the node chooser gave them: what comes back is the
 reservation matched by amount, `NodeAllocation`.)
 """
@@ -17,9 +19,11 @@ import argparse
 import random
 import statistics
 import time
+from contextlib import nullcontext
 
 from bench_engine import filled_at, fleet_and_queues
 
+from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.service.placement_mapping import reservation_of, reservation_row
 
 
@@ -27,18 +31,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy-file", default=None, help="the full fleet's work, pickled (as engine_cycles.py's)")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--collector", action="store_true", help="leave the garbage collector running")
     args = parser.parse_args()
     _, _, running, view, _, queue = fleet_and_queues(100, random.Random(1))
     work = filled_at((100, "random"), view, queue, running, args.busy_file)
     rows = [reservation_row(r) for r in work]
     times = []
     for _ in range(args.runs):
-        start = time.process_time()
-        made = [reservation_of(row) for row in rows]
-        times.append((time.process_time() - start) * 1e3)
+        with nullcontext() if args.collector else collector_paused():
+            start = time.process_time()
+            made = [reservation_of(row) for row in rows]
+            times.append((time.process_time() - start) * 1e3)
+    how = " (collector running)" if args.collector else ""
     assert len(made) == len(work)  # equal but for the pods' GPU indices, which the rows do not keep
     print(
-        f"{len(rows):,} reservations made from their rows: median {statistics.median(times):.0f} ms CPU "
+        f"{len(rows):,} reservations made from their rows{how}: median {statistics.median(times):.0f} ms CPU "
         f"({min(times):.0f}-{max(times):.0f}) over {args.runs} passes"
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -267,3 +268,24 @@ def test_a_page_of_placements_reads_what_they_share_once(db):
     assert together == one_by_one
     assert len(rows) == 6 and len({r.rejections_digest for r in rows}) < 6
     assert len(statements) <= 1 + len(clusters) + 1  # reservations, each cluster's profile, the lists
+
+
+def test_a_reservation_is_made_alike_from_a_loaded_an_expired_and_a_renewed_row(db):
+    """`reservation_of` reads a loaded row's values without the ORM's descriptors: a row whose
+    columns a commit expired is read through the ORM instead, and a lease renewed in the session
+    is the value read."""
+    from airflow_mcsched.service.placement_mapping import reservation_of
+
+    place(db, submit("train", gpus=2))
+    with db() as s:
+        row = s.scalars(select(ReservationRow)).one()
+        loaded = reservation_of(row)
+        assert loaded.id == row.id and loaded.pods and loaded.gpu_equivalent == 2
+        s.expire(row)
+        assert "expires_at" not in row.__dict__
+        assert reservation_of(row) == loaded
+        later = row.expires_at + timedelta(minutes=5)
+        row.expires_at = later
+        renewed = reservation_of(row)
+        assert renewed.expires_at == later and renewed != loaded
+        assert renewed == dataclasses.replace(loaded, expires_at=later)
