@@ -9,8 +9,8 @@ about 27,000 reservations, made once and pickled at `--busy-file`, minutes the f
 rows already in memory: the query that loads them is not counted. Medians of `--runs` passes,
 each with the cyclic garbage collector paused as the service's cycle pauses it (`gc_pause.py`),
 and with it running (`--collector`), as session 27 measured.
-(A row keeps its pods without the GPU indices the node chooser gave them: what comes back is the
-reservation matched by amount, `NodeAllocation`.)
+(A row keeps its pods with the GPUs the node chooser gave them, since session 28: what comes
+back equals the reservation written.)
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def main() -> None:
             made = [reservation_of(row) for row in rows]
             times.append((time.process_time() - start) * 1e3)
     how = " (collector running)" if args.collector else ""
-    assert len(made) == len(work)  # equal but for the pods' GPU indices, which the rows do not keep
+    assert made == work  # each reservation as written, its pods' GPUs included
     print(
         f"{len(rows):,} reservations made from their rows{how}: median {statistics.median(times):.0f} ms CPU "
         f"({min(times):.0f}-{max(times):.0f}) over {args.runs} passes"

@@ -77,7 +77,7 @@ def reservation_of(row: ReservationRow) -> Reservation:
         request_id=values["placement_id"],
         cluster=values["cluster"],
         pool=values["pool"],
-        pods=tuple(NodeAllocation(**p) for p in values["pods"]),
+        pods=tuple(map(allocation_of, values["pods"])),
         team=values["team"],
         priority=values["priority"],
         interruptible=values["interruptible"],
@@ -90,6 +90,19 @@ def reservation_of(row: ReservationRow) -> Reservation:
         project=values["project"],
         spread_group=values["spread_group"],
         preempted_by=values["preempted_by"],
+    )
+
+
+def allocation_of(pod: dict[str, Any]) -> NodeAllocation:
+    """A pod of a reservation's row: with the GPUs the node chooser gave it, so that giving it back
+    frees those GPUs (rows written before session 28 have none: given back by amount)."""
+    return NodeAllocation(
+        pod["node"],
+        pod["gpus"],
+        pod["gpu_milli"],
+        pod["cpu_milli"],
+        pod["memory_mib"],
+        tuple(pod.get("gpu_indices", ())),
     )
 
 
@@ -111,6 +124,7 @@ def reservation_values(res: Reservation) -> dict[str, Any]:
                 "gpu_milli": a.gpu_milli,
                 "cpu_milli": a.cpu_milli,
                 "memory_mib": a.memory_mib,
+                "gpu_indices": list(a.gpu_indices),
             }
             for a in res.pods
         ],

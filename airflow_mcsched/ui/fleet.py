@@ -19,11 +19,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.service.cluster_store import ClusterStore
+from airflow_mcsched.service.placement_mapping import allocation_of
 from airflow_mcsched.service.status_store import ClusterStatus, StatusStore
 from airflow_mcsched.service.tables import ReservationRow
 from airflow_mcsched.ui.access import PageCaller
 from airflow_mcsched.ui.templating import render
-from airflow_mcsched.view import NodeAllocation, PoolView, build_view
+from airflow_mcsched.view import PoolView, build_view
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -87,7 +88,7 @@ def _health(status: ClusterStatus | None, now: datetime, max_age: timedelta) -> 
 
 
 def _pool_line(pool: PoolView, held: list[ReservationRow], seen: frozenset[str]) -> PoolLine:
-    unseen = [NodeAllocation(**p) for r in held if r.id not in seen for p in r.pods]
+    unseen = [allocation_of(p) for r in held if r.id not in seen for p in r.pods]
     cap = pool.capacity
     reserved = _gpus(p for r in held for p in r.pods)
     free = cap.take(unseen, anywhere=True).whole_gpus_free

@@ -289,3 +289,26 @@ def test_a_reservation_is_made_alike_from_a_loaded_an_expired_and_a_renewed_row(
         renewed = reservation_of(row)
         assert renewed.expires_at == later and renewed != loaded
         assert renewed == dataclasses.replace(loaded, expires_at=later)
+
+
+def test_a_reservations_row_keeps_the_gpus_its_pods_were_given(db):
+    """The node chooser names the GPUs each pod holds, so that giving them back frees those GPUs
+    (a share of one GPU, above all): the row keeps them, and a reservation read back from it is
+    the one granted. A row written without them (before session 28) reads with none: given back
+    by amount."""
+    from airflow_mcsched.service.placement_mapping import reservation_of, reservation_row
+
+    place(db, submit("train", gpus=2))
+    with db() as s:
+        row = s.scalars(select(ReservationRow)).one()
+        (pod,) = row.pods
+        assert len(pod["gpu_indices"]) == len(set(pod["gpu_indices"])) == 2
+        granted = reservation_of(row)
+        assert granted.pods[0].gpu_indices == tuple(pod["gpu_indices"])
+        assert reservation_of(reservation_row(granted)) == granted
+        s.expunge(row)
+    old = reservation_row(granted)
+    old.pods = [{k: v for k, v in p.items() if k != "gpu_indices"} for p in old.pods]
+    assert reservation_of(old) == dataclasses.replace(
+        granted, pods=tuple(dataclasses.replace(p, gpu_indices=()) for p in granted.pods)
+    )
