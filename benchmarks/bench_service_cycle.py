@@ -5,6 +5,7 @@ server runs on every submit, release, sync and timer tick).
     .venv/bin/python benchmarks/bench_service_cycle.py [--clusters 100] [--queue steps|random] [--cycles 6]
     .venv/bin/python benchmarks/bench_service_cycle.py --url postgresql+psycopg2:///bench_cycle
     .venv/bin/python benchmarks/bench_service_cycle.py --fresh-policy   # as the service was before session 16
+    .venv/bin/python benchmarks/bench_service_cycle.py --queue random --busy-file /tmp/full.pickle   # a full fleet
 
 The fleet and queues of `bench_engine.py` (seed 1) in a new database that holds the project's
 tables only (the store needs nothing of Airflow's): the clusters' profiles and capacity reads, and
@@ -14,8 +15,15 @@ the same rows, while what the engine keeps between cycles (plans, rankings, the 
 unchanged rows) stays, as in the API server. `--fresh-policy` hands every cycle a new default
 `Policy()`: the engine keeps its memory per policy object, so each cycle then starts from nothing.
 
+`--busy-file PATH`: on a full fleet, the running work of `engine_cycles.py --busy` (about 27,000
+reservations at 100 clusters, pickled at PATH as that script keeps it, made there when absent:
+minutes), each with its admitted placement, held as active reservations (not yet seen by the
+reads, as in the engine's benchmark): every cycle locks and reads them all and hands them to the
+engine, where most of the queue waits and some of it preempts.
+
 Prints, per cycle, wall ms of the whole cycle and of its parts: the engine (`decide`), writing
-the decisions (`_record`), and the rest (the lock, reading rows and the view, building requests).
+the decisions (`_record`), and the rest (the lock, reading rows and the view, building requests
+and reservations).
 """
 
 from __future__ import annotations
@@ -27,16 +35,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_engine import NOW, fleet_and_queues
+from bench_engine import NOW, filled_at, fleet_and_queues
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.access.profiles import FleetSpec
-from airflow_mcsched.decision import PlacementRequest, Policy
+from airflow_mcsched.decision import PlacementRequest, Policy, Reservation, decide
 from airflow_mcsched.service import placement_store
 from airflow_mcsched.service.cluster_store import ClusterStore
+from airflow_mcsched.service.placement_mapping import reservation_row
 from airflow_mcsched.service.placement_store import PlacementStore
 from airflow_mcsched.service.status_store import StatusStore
+from airflow_mcsched.service.stored_explanations import StoredExplanations
 from airflow_mcsched.service.tables import PlacementRow, metadata
 
 
@@ -61,9 +71,41 @@ def _row(r: PlacementRequest) -> PlacementRow:
     )
 
 
-def load(url: str, clusters: int, queue_kind: str) -> None:
+def _held(r: Reservation, request: dict, explanation: dict) -> PlacementRow:
+    """The admitted placement of running work `r` (what the cycle locks with its reservation), with
+    a request's and an admission's JSON of the sizes the service stores."""
+    return PlacementRow(
+        id=r.request_id,
+        dag_id="bench",
+        run_id="running",
+        task_id=r.request_id,
+        team=r.team,
+        project=r.project,
+        priority_class=r.priority_class,
+        kind="batch",
+        interruptible=r.interruptible,
+        state="admitted",
+        ask={},
+        request=request,
+        explanation=explanation,
+        submitted_by="bench",
+        queued_at=r.granted_at,
+        decided_at=r.granted_at,
+        admitted_at=r.granted_at,
+        cluster=r.cluster,
+        pool=r.pool,
+        gpu_type=r.gpu_type,
+        gpus=r.gpu_equivalent,
+        price_per_gpu_hour=r.price_per_gpu_hour,
+    )
+
+
+def load(url: str, clusters: int, queue_kind: str, busy_file: str | None = None) -> int:
+    """Fill a new database; the number of active reservations it holds."""
     rng = random.Random(1)
-    profiles, observations, _, _, templated, random_queue = fleet_and_queues(clusters, rng)
+    profiles, observations, running, view, templated, random_queue = fleet_and_queues(clusters, rng)
+    queue = templated if queue_kind == "steps" else random_queue
+    held = filled_at((clusters, queue_kind), view, queue, running, busy_file) if busy_file else []
     engine = create_engine(url)
     metadata.drop_all(engine)
     metadata.create_all(engine)
@@ -72,9 +114,17 @@ def load(url: str, clusters: int, queue_kind: str) -> None:
         statuses = StatusStore(session)
         for obs in observations:
             statuses.record(obs)
-        session.add_all(_row(r) for r in (templated if queue_kind == "steps" else random_queue))
+        session.add_all(_row(r) for r in queue)
+        if held:  # one admission's request and explanation, as stored, for every held placement
+            admitted = next(d for d in decide(view, queue[:20], [], Policy(), NOW).decisions if d.placement)
+            request = next(r for r in queue if r.id == admitted.request_id).model_dump(mode="json")
+            explanation = StoredExplanations()(admitted, NOW).value
+            session.add_all(_held(r, request, explanation) for r in held)
+        session.flush()
+        session.add_all(reservation_row(r) for r in held)
         session.commit()
     engine.dispose()
+    return len(held)
 
 
 class _Timed:
@@ -125,11 +175,13 @@ def main() -> None:
     parser.add_argument(
         "--fresh-policy", action="store_true", help="a new Policy() per cycle (the service before session 16)"
     )
+    parser.add_argument("--busy-file", help="on a full fleet: its running work, pickled (see above)")
     args = parser.parse_args()
     url = args.url or f"sqlite:///{Path(tempfile.mkdtemp(prefix='mcsched-cycle-')) / 'cycle.db'}"
-    load(url, args.clusters, args.queue)
-    print(f"{args.clusters} clusters, 1,000 pending ({args.queue}), {url.split(':')[0]}, "
-          f"{'a new policy per cycle' if args.fresh_policy else 'one policy'}; wall ms")  # fmt: skip
+    held = load(url, args.clusters, args.queue, args.busy_file)
+    policies = "a new policy per cycle" if args.fresh_policy else "one policy"
+    print(f"{args.clusters} clusters, 1,000 pending ({args.queue}), {held:,} active reservations, "
+          f"{url.split(':')[0]}, {policies}; wall ms")  # fmt: skip
     print(f"{'cycle':>5} {'whole':>8} {'engine':>8} {'writing':>8} {'the rest':>8} {'admitted':>8}")
     for i, (whole, engine, writing, admitted) in enumerate(cycles(url, args.cycles, args.fresh_policy), 1):
         print(f"{i:>5} {whole:>8.0f} {engine:>8.0f} {writing:>8.0f} {whole - engine - writing:>8.0f} {admitted:>8}")

@@ -312,3 +312,29 @@ def test_a_reservations_row_keeps_the_gpus_its_pods_were_given(db):
     assert reservation_of(old) == dataclasses.replace(
         granted, pods=tuple(dataclasses.replace(p, gpu_indices=()) for p in granted.pods)
     )
+
+
+def test_a_cycle_reads_the_request_and_explanation_of_pending_placements_alone(db):
+    """A cycle locks every placement that holds capacity with the pending ones, but reads the
+    request and explanation JSON of the pending ones alone (on a full fleet the others are tens of
+    thousands of rows it never reads); a placement still waiting for the same reasons keeps its
+    first explanation."""
+    from sqlalchemy import event
+
+    from airflow_mcsched.service.tables import PlacementRow
+
+    h100 = ["NVIDIA-H100-80GB-HBM3"]
+    held = place(db, submit("a", gpus=8, gpu_types=h100))
+    waiting = place(db, submit("b", gpus=8, gpu_types=h100))
+    assert held.state is PlacementState.ADMITTED and waiting.state is PlacementState.PENDING
+    with db() as s:
+        loaded: list[PlacementRow] = []  # held here: the session keeps its rows by weak reference
+        event.listen(s, "loaded_as_persistent", lambda _, row: loaded.append(row))
+        PlacementStore(s, POLICY).run_cycle(now())
+        rows = {r.id: r for r in loaded if isinstance(r, PlacementRow)}
+        assert {"request", "explanation"} <= rows[waiting.id].__dict__.keys()
+        assert not {"request", "explanation"} & rows[held.id].__dict__.keys()
+        assert rows[held.id].explanation["outcome"] == "admitted"  # read when asked
+    with db() as s:
+        again = PlacementStore(s, POLICY).out(PlacementStore(s, POLICY).get(waiting.id))
+    assert again.explanation == waiting.explanation  # same reasons: the first explanation kept
