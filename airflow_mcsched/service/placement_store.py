@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, defer, undefer
+from sqlalchemy.orm import Session, load_only
 
 from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, Reason, decide
 from airflow_mcsched.decision.gc_pause import collector_paused
@@ -55,12 +55,19 @@ class PlacementNotFound(LookupError):
         return f"no placement {self.args[0]!r}"
 
 
-_QUEUE_COLUMNS = (PlacementRow.request, PlacementRow.explanation, PlacementRow.ask)
-"""A placement's large JSON columns, which a cycle reads of the pending placements alone (the
-request it decides, the explanation it compares). Not loaded with the rows it locks: those include
-every placement that holds capacity, 27,000 on a full fleet of 100 clusters, and reading their
-JSON took about two fifths of such a cycle (`benchmarks/bench_service_cycle.py --busy-file`)."""
-_QUEUE_ONLY = tuple(defer(column) for column in _QUEUE_COLUMNS)
+_LOCKED_ONLY = load_only(
+    PlacementRow.id,
+    PlacementRow.state,
+    PlacementRow.started_at,
+    PlacementRow.gpus,
+    PlacementRow.price_per_gpu_hour,
+    PlacementRow.end_reason,
+)
+"""What a cycle reads of the rows it locks: their state, and what ending a placement reads
+(`_end`). They include every placement that holds capacity, 27,000 on a full fleet of 100
+clusters, and reading all their columns (the request and explanation JSON above all) took three
+fifths of such a cycle (`benchmarks/bench_service_cycle.py --busy-file`). The pending placements'
+other columns are read in one more query; a held placement's, only if something asks."""
 
 
 class PlacementConflict(ValueError):
@@ -315,16 +322,12 @@ class PlacementStore:
             .where(or_(PlacementRow.state == PlacementState.PENDING.value, PlacementRow.id.in_(held)))
             .order_by(PlacementRow.id)
             .with_for_update()
-            .options(*_QUEUE_ONLY)
+            .options(_LOCKED_ONLY)
             .execution_options(populate_existing=True)
         ).all()
         pending = [r for r in locked if r.state == PlacementState.PENDING.value]
-        if pending:  # their JSON, into the rows just locked, in one query (one queued since is read, not decided)
-            self.session.scalars(
-                select(PlacementRow)
-                .where(PlacementRow.state == PlacementState.PENDING.value)
-                .options(*(undefer(column) for column in _QUEUE_COLUMNS))
-            ).all()
+        if pending:  # their other columns, into the rows just locked, in one query (rows queued since: read only)
+            self.session.scalars(select(PlacementRow).where(PlacementRow.state == PlacementState.PENDING.value)).all()
         pending.sort(key=lambda r: (r.queued_at, r.id))
         record_policy_change(self.session, self.policy)
         active = self.session.scalars(

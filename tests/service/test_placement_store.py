@@ -315,10 +315,10 @@ def test_a_reservations_row_keeps_the_gpus_its_pods_were_given(db):
 
 
 def test_a_cycle_reads_the_request_and_explanation_of_pending_placements_alone(db):
-    """A cycle locks every placement that holds capacity with the pending ones, but reads the
-    request and explanation JSON of the pending ones alone (on a full fleet the others are tens of
-    thousands of rows it never reads); a placement still waiting for the same reasons keeps its
-    first explanation."""
+    """A cycle locks every placement that holds capacity with the pending ones, but reads only the
+    columns it needs of the former (on a full fleet they are tens of thousands of rows), the
+    request and explanation JSON of the pending ones alone; a placement still waiting for the same
+    reasons keeps its first explanation."""
     from sqlalchemy import event
 
     from airflow_mcsched.service.tables import PlacementRow
