@@ -50,22 +50,25 @@ from airflow_mcsched.service.stored_explanations import StoredExplanations
 from airflow_mcsched.service.tables import PlacementRow, metadata
 
 
+def _placement(row_id: str, run_id: str, state: str, **values) -> PlacementRow:
+    """A placement of the benchmark's DAG, one task per placement (named as the row)."""
+    return PlacementRow(
+        id=row_id, dag_id="bench", run_id=run_id, task_id=row_id, state=state, ask={}, submitted_by="bench", **values
+    )
+
+
 def _row(r: PlacementRequest) -> PlacementRow:
     """A pending placement as `PlacementStore.submit` would queue the request (its id is the row's)."""
-    return PlacementRow(
-        id=r.id,
-        dag_id="bench",
-        run_id="cycle",
-        task_id=r.id,
+    return _placement(
+        r.id,
+        "cycle",
+        "pending",
         team=r.team,
         project=r.project,
         priority_class=r.priority_class,
         kind=r.kind.value,
         interruptible=r.interruptible,
-        state="pending",
-        ask={},
         request=r.model_dump(mode="json"),
-        submitted_by="bench",
         queued_at=r.arrival,
         gpus=r.gpu_equivalent,
     )
@@ -74,21 +77,17 @@ def _row(r: PlacementRequest) -> PlacementRow:
 def _held(r: Reservation, request: dict, explanation: dict) -> PlacementRow:
     """The admitted placement of running work `r` (what the cycle locks with its reservation), with
     a request's and an admission's JSON of the sizes the service stores."""
-    return PlacementRow(
-        id=r.request_id,
-        dag_id="bench",
-        run_id="running",
-        task_id=r.request_id,
+    return _placement(
+        r.request_id,
+        "running",
+        "admitted",
         team=r.team,
         project=r.project,
         priority_class=r.priority_class,
         kind="batch",
         interruptible=r.interruptible,
-        state="admitted",
-        ask={},
         request=request,
         explanation=explanation,
-        submitted_by="bench",
         queued_at=r.granted_at,
         decided_at=r.granted_at,
         admitted_at=r.granted_at,

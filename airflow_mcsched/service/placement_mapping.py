@@ -38,27 +38,9 @@ def request_of(row: PlacementRow) -> PlacementRequest:
     return PlacementRequest.model_validate(row.request)
 
 
-_RESERVATION_COLUMNS = frozenset(
-    (
-        "id",
-        "placement_id",
-        "cluster",
-        "pool",
-        "pods",
-        "team",
-        "priority",
-        "interruptible",
-        "price_per_gpu_hour",
-        "granted_at",
-        "expires_at",
-        "expected_end",
-        "gpu_type",
-        "priority_class",
-        "project",
-        "spread_group",
-        "preempted_by",
-    )
-)
+_ROW_COLUMNS = frozenset(ReservationRow.__mapper__.column_attrs.keys()) - {"active", "ended_at"}
+"""The columns of a reservation's row that the engine's reservation is made of (all but whether
+and when it ended)."""
 
 
 def reservation_of(row: ReservationRow) -> Reservation:
@@ -70,8 +52,8 @@ def reservation_of(row: ReservationRow) -> Reservation:
     (`benchmarks/bench_reservation_rebuild.py`). A row with a column not loaded (expired by a
     commit, say) is read through the ORM, which loads it."""
     values = row.__dict__
-    if not values.keys() >= _RESERVATION_COLUMNS:
-        values = {name: getattr(row, name) for name in _RESERVATION_COLUMNS}
+    if not values.keys() >= _ROW_COLUMNS:
+        values = {name: getattr(row, name) for name in _ROW_COLUMNS}
     return Reservation(
         id=values["id"],
         request_id=values["placement_id"],
