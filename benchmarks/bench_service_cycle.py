@@ -6,6 +6,7 @@ server runs on every submit, release, sync and timer tick).
     .venv/bin/python benchmarks/bench_service_cycle.py --url postgresql+psycopg2:///bench_cycle
     .venv/bin/python benchmarks/bench_service_cycle.py --fresh-policy   # as the service was before session 16
     .venv/bin/python benchmarks/bench_service_cycle.py --queue random --busy-file /tmp/full.pickle   # a full fleet
+    .venv/bin/python benchmarks/bench_service_cycle.py --queue random --busy-file /tmp/full.pickle --renew-all
 
 The fleet and queues of `bench_engine.py` (seed 1) in a new database that holds the project's
 tables only (the store needs nothing of Airflow's): the clusters' profiles and capacity reads, and
@@ -14,6 +15,11 @@ use). Every cycle runs in a transaction that is rolled back, so each decides the
 the same rows, while what the engine keeps between cycles (plans, rankings, the view built from
 unchanged rows) stays, as in the API server. `--fresh-policy` hands every cycle a new default
 `Policy()`: the engine keeps its memory per policy object, so each cycle then starts from nothing.
+
+`--renew-all`: every cluster's read answers that it holds a pod of every reservation
+(`ClusterView.holds_pod_of`, which only the lease renewal and the reclaim's messages ask; the
+capacity reads are unchanged), so every cycle renews every held lease, as on a fleet whose pods
+run: with `--busy-file`, 27,000 leases written each cycle.
 
 `--busy-file PATH`: on a full fleet, the running work of `engine_cycles.py --busy` (about 27,000
 reservations at 100 clusters, pickled at PATH as that script keeps it, made there when absent:
@@ -48,6 +54,7 @@ from airflow_mcsched.service.placement_store import PlacementStore
 from airflow_mcsched.service.status_store import StatusStore
 from airflow_mcsched.service.stored_explanations import StoredExplanations
 from airflow_mcsched.service.tables import PlacementRow, metadata
+from airflow_mcsched.view.snapshot import ClusterView
 
 
 def _placement(row_id: str, run_id: str, state: str, **values) -> PlacementRow:
@@ -175,10 +182,14 @@ def main() -> None:
         "--fresh-policy", action="store_true", help="a new Policy() per cycle (the service before session 16)"
     )
     parser.add_argument("--busy-file", help="on a full fleet: its running work, pickled (see above)")
+    parser.add_argument("--renew-all", action="store_true", help="every lease renewed by sight each cycle (see above)")
     args = parser.parse_args()
+    if args.renew_all:
+        ClusterView.holds_pod_of = lambda self, reservation_id: True  # type: ignore[method-assign]
     url = args.url or f"sqlite:///{Path(tempfile.mkdtemp(prefix='mcsched-cycle-')) / 'cycle.db'}"
     held = load(url, args.clusters, args.queue, args.busy_file)
     policies = "a new policy per cycle" if args.fresh_policy else "one policy"
+    policies += ", every lease renewed" if args.renew_all else ""
     print(f"{args.clusters} clusters, 1,000 pending ({args.queue}), {held:,} active reservations, "
           f"{url.split(':')[0]}, {policies}; wall ms")  # fmt: skip
     print(f"{'cycle':>5} {'whole':>8} {'engine':>8} {'writing':>8} {'the rest':>8} {'admitted':>8}")

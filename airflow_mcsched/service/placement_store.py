@@ -18,21 +18,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Row, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, load_only
 
-from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, Reason, decide
+from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, Reason, Reservation, decide
 from airflow_mcsched.decision.gc_pause import collector_paused
 from airflow_mcsched.governance.reclaim import RECLAIM_ACTOR, HeldReservation, idle_message, is_idle
 from airflow_mcsched.service.cluster_store import ClusterStore, audit, audit_values
 from airflow_mcsched.service.cycle_writes import CycleWrites
+from airflow_mcsched.service.held_reservations import KEPT, locked_active_rows
 from airflow_mcsched.service.placement_mapping import (
     engine_request,
     json_of,
     placement_out,
     request_of,
-    reservation_of,
     reservation_values,
 )
 from airflow_mcsched.service.policy_audit import record_policy_change
@@ -44,6 +44,7 @@ from airflow_mcsched.service.tables import (
     PlacementRow,
     RejectionListRow,
     ReservationRow,
+    as_utc,
     in_pages,
 )
 from airflow_mcsched.service.view_loader import cached_view
@@ -55,7 +56,7 @@ class PlacementNotFound(LookupError):
         return f"no placement {self.args[0]!r}"
 
 
-_LOCKED_ONLY = load_only(
+_ENDING_ONLY = load_only(
     PlacementRow.id,
     PlacementRow.state,
     PlacementRow.started_at,
@@ -63,11 +64,11 @@ _LOCKED_ONLY = load_only(
     PlacementRow.price_per_gpu_hour,
     PlacementRow.end_reason,
 )
-"""What a cycle reads of the rows it locks: their state, and what ending a placement reads
-(`_end`). They include every placement that holds capacity, 27,000 on a full fleet of 100
-clusters, and reading all their columns (the request and explanation JSON above all) took three
-fifths of such a cycle (`benchmarks/bench_service_cycle.py --busy-file`). The pending placements'
-other columns are read in one more query; a held placement's, only if something asks."""
+"""What a cycle reads of a placement that holds capacity and that it ends or stops (`_end`). A cycle
+locks every such placement with the pending ones, 27,000 on a full fleet of 100 clusters, but
+reads only their ids and states (`_cycle`); reading all their columns (the request and explanation
+JSON above all) took three fifths of such a cycle (`benchmarks/bench_service_cycle.py
+--busy-file`). The pending placements' rows are read whole, in one more query."""
 
 
 class PlacementConflict(ValueError):
@@ -317,63 +318,84 @@ class PlacementStore:
     def _cycle(self, now: datetime | None, actor: str) -> CycleReport:
         take_admission_lock(self.session, now or datetime.now(UTC))
         held = select(ReservationRow.placement_id).where(ReservationRow.active.is_(True))
-        locked = self.session.scalars(
-            select(PlacementRow)
+        locked = self.session.execute(
+            select(PlacementRow.id, PlacementRow.state)
             .where(or_(PlacementRow.state == PlacementState.PENDING.value, PlacementRow.id.in_(held)))
             .order_by(PlacementRow.id)
             .with_for_update()
-            .options(_LOCKED_ONLY)
-            .execution_options(populate_existing=True)
         ).all()
-        pending = [r for r in locked if r.state == PlacementState.PENDING.value]
-        if pending:  # their other columns, into the rows just locked, in one query (rows queued since: read only)
-            self.session.scalars(select(PlacementRow).where(PlacementRow.state == PlacementState.PENDING.value)).all()
+        pending_ids = {id_ for id_, state in locked if state == PlacementState.PENDING.value}
+        pending = []
+        if pending_ids:  # their rows, in one query (rows queued since the lock: not decided)
+            query = select(PlacementRow).where(PlacementRow.state == PlacementState.PENDING.value)
+            queued = self.session.scalars(query.execution_options(populate_existing=True)).all()
+            pending = [r for r in queued if r.id in pending_ids]
         pending.sort(key=lambda r: (r.queued_at, r.id))
         record_policy_change(self.session, self.policy)
-        active = self.session.scalars(
-            select(ReservationRow)
-            .where(ReservationRow.active.is_(True))
-            .order_by(ReservationRow.id)
-            .with_for_update()
-            .execution_options(populate_existing=True)
-        ).all()
+        held_rows = locked_active_rows(self.session)
         now = now or datetime.now(UTC)
         view = cached_view(self.session, now)
-        self._renew_observed(active, view, now)
-        active = self._reclaim_idle(active, view, now)
-        result = decide(view, [request_of(r) for r in pending], [reservation_of(r) for r in active], self.policy, now)
+        kept = KEPT.reservations(held_rows, self._renew_observed(held_rows, view, now), now)
+        active = self._reclaim_idle(kept, view, now)
+        result = decide(view, [request_of(r) for r in pending], active, self.policy, now)
         return self._record(result, {r.id: r for r in pending}, {r.id: r for r in active}, now, actor)
 
-    def _renew_observed(self, active: Sequence[ReservationRow], view, now: datetime) -> None:
+    def _renew_observed(self, rows: Sequence[Row], view, now: datetime) -> dict[str, datetime]:
         """A reservation whose pod the cluster shows (on a node or waiting for one) is alive: its lease
         is renewed by that sight, so deferred tasks (which cannot renew while the triggerer waits on
-        the pod) keep their grant."""
-        for res in active:
-            if view.holds_pod_of(res.cluster, res.id):
-                res.expires_at = max(res.expires_at, now + self.policy.lease)
+        the pod) keep their grant. The renewed leases by reservation id, written a page of rows per
+        statement (on a full fleet, most rows every cycle)."""
+        lease_end = now + self.policy.lease
+        renewed = [
+            row.id for row in rows if view.holds_pod_of(row.cluster, row.id) and as_utc(row.expires_at) < lease_end
+        ]
+        for ids in in_pages(renewed):
+            self.session.execute(
+                update(ReservationRow).where(ReservationRow.id.in_(ids)).values(expires_at=lease_end),
+                execution_options={"synchronize_session": "evaluate"},
+            )
+        return dict.fromkeys(renewed, lease_end)
 
-    def _reclaim_idle(self, active: Sequence[ReservationRow], view, now: datetime) -> list[ReservationRow]:
+    def _reclaim_idle(self, active: Sequence[Reservation], view, now: datetime) -> Sequence[Reservation]:
         """End reservations held past the policy's idle limit whose pod never started; the rest stay."""
         limit = self.policy.idle_reservation
         old = [r for r in active if limit is not None and now - r.granted_at >= limit]
         if not old:
-            return list(active)
+            return active
         started = set(
             self.session.scalars(
                 select(PlacementRow.id).where(
-                    PlacementRow.id.in_([r.placement_id for r in old]), PlacementRow.started_at.is_not(None)
+                    PlacementRow.id.in_([r.request_id for r in old]), PlacementRow.started_at.is_not(None)
                 )
             )
         )
-        idle = set()
-        for res in old:
-            held = HeldReservation(reservation_of(res), started=res.placement_id in started)
-            if is_idle(held, view, now, limit):
-                message = idle_message(held.reservation, limit)
-                self._end(self._row(res.placement_id), res, PlacementState.EXPIRED, f"IdleReservation: {message}", now)
-                self._audit_reclaim(res, Reason.IDLE_RESERVATION, message, held.reservation.gpu_equivalent)
-                idle.add(res.id)
-        return [r for r in active if r.id not in idle]
+        idle = [r for r in old if is_idle(HeldReservation(r, started=r.request_id in started), view, now, limit)]
+        if not idle:
+            return active
+        rows, placements = self._changed_rows(idle)
+        for r in idle:
+            res = rows[r.id]
+            message = idle_message(r, limit)
+            self._end(placements[r.request_id], res, PlacementState.EXPIRED, f"IdleReservation: {message}", now)
+            self._audit_reclaim(res, Reason.IDLE_RESERVATION, message, r.gpu_equivalent)
+        gone = {r.id for r in idle}
+        return [r for r in active if r.id not in gone]
+
+    def _changed_rows(
+        self, reservations: Sequence[Reservation]
+    ) -> tuple[dict[str, ReservationRow], dict[str, PlacementRow]]:
+        """The rows of the reservations a cycle ends or stops, by reservation id, and their placements'
+        rows, by placement id (both locked by the cycle already), read afresh in a query per page: the
+        cycle read the others as plain rows. Held here: the session keeps rows by weak reference."""
+        held: dict[str, ReservationRow] = {}
+        for page in in_pages([r.id for r in reservations]):
+            query = select(ReservationRow).where(ReservationRow.id.in_(page))
+            held.update((res.id, res) for res in self.session.scalars(query.execution_options(populate_existing=True)))
+        placements: dict[str, PlacementRow] = {}
+        for page in in_pages([r.request_id for r in reservations]):
+            ending = select(PlacementRow).where(PlacementRow.id.in_(page)).options(_ENDING_ONLY)
+            placements.update((p.id, p) for p in self.session.scalars(ending.execution_options(populate_existing=True)))
+        return held, placements
 
     def _audit_reclaim(self, res: ReservationRow, reason: Reason, message: str, gpus: float) -> None:
         audit(
@@ -403,20 +425,23 @@ class PlacementStore:
         self,
         result: AdmissionResult,
         pending: dict[str, PlacementRow],
-        active: dict[str, ReservationRow],
+        active: dict[str, Reservation],
         now: datetime,
         actor: str,
     ) -> CycleReport:
+        changed = [active[r.reservation_id] for r in result.reclaimed]
+        changed += [active[v.reservation_id] for v in result.preemptions]
+        rows, placements = self._changed_rows(changed) if changed else ({}, {})
         for lapsed in result.reclaimed:
-            res = active[lapsed.reservation_id]
-            row = self._row(res.placement_id)
+            res = rows[lapsed.reservation_id]
+            row = placements[res.placement_id]
             state = PlacementState.PREEMPTED if row.state == PlacementState.PREEMPTED.value else PlacementState.EXPIRED
             self._end(row, res, state, f"{lapsed.reason}: {lapsed.message}", now)
-            self._audit_reclaim(res, lapsed.reason, lapsed.message, reservation_of(res).gpu_equivalent)
+            self._audit_reclaim(res, lapsed.reason, lapsed.message, active[lapsed.reservation_id].gpu_equivalent)
         for victim in result.preemptions:
-            res = active[victim.reservation_id]
+            res = rows[victim.reservation_id]
             res.preempted_by = victim.for_request
-            row = self._row(res.placement_id)
+            row = placements[res.placement_id]
             if row.state in (PlacementState.ADMITTED.value, PlacementState.RUNNING.value):
                 row.state = PlacementState.PREEMPTED.value
                 row.end_reason = f"{victim.reason}: {victim.message}"

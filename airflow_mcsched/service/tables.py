@@ -55,9 +55,12 @@ class UtcDateTime(TypeDecorator):
         return value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value
+        return None if value is None else as_utc(value)
+
+
+def as_utc(value: datetime) -> datetime:
+    """A time read from a UTC column: SQLite's come back naive."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def utcnow() -> datetime:

@@ -314,27 +314,73 @@ def test_a_reservations_row_keeps_the_gpus_its_pods_were_given(db):
     )
 
 
-def test_a_cycle_reads_the_request_and_explanation_of_pending_placements_alone(db):
-    """A cycle locks every placement that holds capacity with the pending ones, but reads only the
-    columns it needs of the former (on a full fleet they are tens of thousands of rows), the
-    request and explanation JSON of the pending ones alone; a placement still waiting for the same
-    reasons keeps its first explanation."""
+def test_a_cycle_makes_orm_rows_of_the_pending_placements_and_of_what_it_ends_alone(db):
+    """A cycle locks every placement that holds capacity and its reservation with the pending ones,
+    but makes ORM rows only of the pending placements (their request and explanation read) and of
+    the few rows it changes: on a full fleet the others are tens of thousands of rows. A placement
+    still waiting for the same reasons keeps its first explanation; a lease that ends is ended in
+    its rows, read when the cycle ends it."""
     from sqlalchemy import event
 
     from airflow_mcsched.service.tables import PlacementRow
 
     h100 = ["NVIDIA-H100-80GB-HBM3"]
-    held = place(db, submit("a", gpus=8, gpu_types=h100))
-    waiting = place(db, submit("b", gpus=8, gpu_types=h100))
+    t0 = now()
+    held = place(db, submit("a", gpus=8, gpu_types=h100), when=t0)
+    waiting = place(db, submit("b", gpus=8, gpu_types=h100), when=t0)
     assert held.state is PlacementState.ADMITTED and waiting.state is PlacementState.PENDING
-    with db() as s:
-        loaded: list[PlacementRow] = []  # held here: the session keeps its rows by weak reference
-        event.listen(s, "loaded_as_persistent", lambda _, row: loaded.append(row))
-        PlacementStore(s, POLICY).run_cycle(now())
-        rows = {r.id: r for r in loaded if isinstance(r, PlacementRow)}
-        assert {"request", "explanation"} <= rows[waiting.id].__dict__.keys()
-        assert not {"request", "explanation"} & rows[held.id].__dict__.keys()
-        assert rows[held.id].explanation["outcome"] == "admitted"  # read when asked
+
+    def cycle(at: datetime) -> list:
+        with db() as s:
+            loaded: list = []  # held here: the session keeps its rows by weak reference
+            event.listen(s, "loaded_as_persistent", lambda _, row: loaded.append(row))
+            PlacementStore(s, POLICY).run_cycle(at)
+            s.commit()
+            placements = (PlacementRow, ReservationRow)  # not the audit's rows, say
+            return [(type(r).__name__, r.id, dict(r.__dict__)) for r in loaded if isinstance(r, placements)]
+
+    loaded = cycle(t0 + timedelta(seconds=5))
+    assert [(kind, id_) for kind, id_, _ in loaded] == [("PlacementRow", waiting.id)]
+    assert {"request", "explanation"} <= loaded[0][2].keys()
     with db() as s:
         again = PlacementStore(s, POLICY).out(PlacementStore(s, POLICY).get(waiting.id))
     assert again.explanation == waiting.explanation  # same reasons: the first explanation kept
+
+    later = t0 + POLICY.lease + timedelta(seconds=1)
+    with db() as s:
+        StatusStore(s).record(observe(FLEET.cluster("cloud-h100"), at=later))  # a fresh read: no pod showed up
+    loaded = cycle(later)
+    assert sorted((kind, id_) for kind, id_, _ in loaded) == sorted(
+        [("PlacementRow", waiting.id), ("PlacementRow", held.id), ("ReservationRow", held.reservation_id)]
+    )
+    with db() as s:
+        store = PlacementStore(s, POLICY)
+        assert store.get(held.id).state == PlacementState.EXPIRED.value
+        assert store.get(waiting.id).state == PlacementState.ADMITTED.value
+        assert not s.get(ReservationRow, held.reservation_id).active
+
+
+def test_a_lease_renewed_by_sight_is_written_and_a_cycle_that_sees_nothing_new_writes_none(db):
+    """Leases renewed by the cluster's sight of the pod are written to their rows (in a statement per
+    page of rows); a reservation the cycle before renewed to the same end is not written again."""
+    from sqlalchemy import event
+
+    t0 = now()
+    out = place(db, submit("train", gpus=8, gpu_types=["NVIDIA-H100-80GB-HBM3"]), when=t0)
+    later = t0 + POLICY.lease + timedelta(minutes=5)
+    with db() as s:
+        StatusStore(s).record(observe(FLEET.cluster("cloud-h100"), at=later, seen=[out.reservation_id]))
+    for expected_updates in (1, 0):
+        with db() as s:
+            statements: list[str] = []
+            record = lambda *args, into=statements: into.append(args[2])  # noqa: E731
+            event.listen(s.get_bind(), "before_cursor_execute", record)
+            try:
+                PlacementStore(s, POLICY).run_cycle(later)
+                s.commit()
+            finally:
+                event.remove(s.get_bind(), "before_cursor_execute", record)
+        assert sum(q.lstrip().upper().startswith("UPDATE MCSCHED_RESERVATION") for q in statements) == expected_updates
+        with db() as s:
+            assert s.get(ReservationRow, out.reservation_id).expires_at == later + POLICY.lease
+            assert PlacementStore(s, POLICY).get(out.id).state == PlacementState.ADMITTED.value
