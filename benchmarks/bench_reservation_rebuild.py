@@ -1,9 +1,12 @@
-"""CPU the service spends making the engine's reservations from their rows, once per admission cycle.
+"""CPU the service spends making the engine's reservations from their ORM rows (the reclaim report).
 
     .venv/bin/python benchmarks/bench_reservation_rebuild.py --busy-file /tmp/full.pickle
 
-The service's cycle (`PlacementStore._cycle`) makes every active reservation anew from its row
-(`placement_mapping.reservation_of`) before it calls the engine. This times that step alone, for
+Until session 29 the service's cycle (`PlacementStore._cycle`) made every active reservation anew
+from its ORM row (`placement_mapping.reservation_of`) before it called the engine; it now reads
+plain rows and keeps their reservations across cycles (`service/held_reservations.py`, measured by
+`bench_service_cycle.py --busy-file`), and the reclaim report (`ReportStore.held_reservations`) is
+what still makes every one from its ORM row. This times that step alone, for
 the running work of the engine benchmark's full fleet (`engine_cycles.py --busy`: 100 clusters,
 about 27,000 reservations, made once and pickled at `--busy-file`, minutes the first time), from
 rows already in memory: the query that loads them is not counted. Medians of `--runs` passes,

@@ -29,7 +29,7 @@ from sqlalchemy import DateTime, Row, Text, cast, select, type_coerce
 from sqlalchemy.orm import Session
 
 from airflow_mcsched.decision import Reservation
-from airflow_mcsched.service.placement_mapping import allocation_of
+from airflow_mcsched.service.placement_mapping import allocation_of, reservation_from
 from airflow_mcsched.service.tables import ReservationRow, as_utc
 
 _AS_READ = DateTime()
@@ -58,6 +58,10 @@ _COLUMNS = (
 Times come as the database gives them (naive on SQLite), made UTC-aware (`as_utc`) only for a
 reservation made anew and for the lease: converting three times a row, as the column's type does,
 was a third of reading 27,000 rows."""
+
+
+_NAMES = tuple(select(*_COLUMNS).selected_columns.keys())[:-1]
+"""The columns' names, but the lease's: those of the row's columns (`reservation_from` reads them)."""
 
 
 def locked_active_rows(session: Session) -> Sequence[Row]:
@@ -117,43 +121,10 @@ class KeptReservations:
 
 
 def _reservation(key: tuple, expires_at: datetime) -> Reservation:
-    (
-        id_,
-        placement_id,
-        cluster,
-        pool,
-        pods,
-        team,
-        priority,
-        interruptible,
-        price,
-        granted_at,
-        expected_end,
-        gpu_type,
-        priority_class,
-        project,
-        spread_group,
-        preempted_by,
-    ) = key
-    return Reservation(
-        id=id_,
-        request_id=placement_id,
-        cluster=cluster,
-        pool=pool,
-        pods=tuple(map(allocation_of, json.loads(pods))),
-        team=team,
-        priority=priority,
-        interruptible=bool(interruptible),
-        price_per_gpu_hour=price,
-        granted_at=as_utc(granted_at),
-        expires_at=expires_at,
-        expected_end=as_utc(expected_end),
-        gpu_type=gpu_type,
-        priority_class=priority_class,
-        project=project,
-        spread_group=spread_group,
-        preempted_by=preempted_by,
-    )
+    """A row's reservation (its values but the lease, as `_COLUMNS` reads them) with this lease."""
+    values = dict(zip(_NAMES, key, strict=True))
+    values["granted_at"], values["expected_end"] = as_utc(values["granted_at"]), as_utc(values["expected_end"])
+    return reservation_from(values, tuple(map(allocation_of, json.loads(values["pods"]))), expires_at)
 
 
 KEPT = KeptReservations()

@@ -5,7 +5,8 @@ The tables store what the engine decided; these functions are the only place tha
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from airflow_mcsched.decision import (
@@ -44,28 +45,37 @@ and when it ended)."""
 
 
 def reservation_of(row: ReservationRow) -> Reservation:
-    """The engine's reservation for a row.
+    """The engine's reservation for an ORM row.
 
     Read from the row's loaded values (its `__dict__`, where the ORM keeps them), not through the
-    ORM's descriptor per column: an admission cycle makes every active reservation from its row,
+    ORM's descriptor per column: the reclaim report makes every active reservation from its row,
     and on a full fleet of 27,000 reservations the descriptors alone took about 120 ms of CPU
     (`benchmarks/bench_reservation_rebuild.py`). A row with a column not loaded (expired by a
-    commit, say) is read through the ORM, which loads it."""
+    commit, say) is read through the ORM, which loads it. (The admission cycle reads plain rows:
+    `held_reservations.py`.)"""
     values = row.__dict__
     if not values.keys() >= _ROW_COLUMNS:
         values = {name: getattr(row, name) for name in _ROW_COLUMNS}
+    return reservation_from(values, tuple(map(allocation_of, values["pods"])))
+
+
+def reservation_from(
+    values: Mapping[str, Any], pods: tuple[NodeAllocation, ...], expires_at: datetime | None = None
+) -> Reservation:
+    """The engine's reservation of a row's values by column name, its pods made already (`allocation_of`);
+    `expires_at` when the lease is other than the row's (renewed in the cycle that reads it)."""
     return Reservation(
         id=values["id"],
         request_id=values["placement_id"],
         cluster=values["cluster"],
         pool=values["pool"],
-        pods=tuple(map(allocation_of, values["pods"])),
+        pods=pods,
         team=values["team"],
         priority=values["priority"],
         interruptible=values["interruptible"],
         price_per_gpu_hour=values["price_per_gpu_hour"],
         granted_at=values["granted_at"],
-        expires_at=values["expires_at"],
+        expires_at=values["expires_at"] if expires_at is None else expires_at,
         expected_end=values["expected_end"],
         gpu_type=values["gpu_type"],
         priority_class=values["priority_class"],

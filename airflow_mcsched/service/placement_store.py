@@ -17,10 +17,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import Row, or_, select, update
+from sqlalchemy import Row, Select, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, load_only
+from sqlalchemy.orm import InstrumentedAttribute, Session, load_only
 
 from airflow_mcsched.decision import AdmissionResult, Outcome, Policy, Reason, Reservation, decide
 from airflow_mcsched.decision.gc_pause import collector_paused
@@ -385,17 +386,21 @@ class PlacementStore:
         self, reservations: Sequence[Reservation]
     ) -> tuple[dict[str, ReservationRow], dict[str, PlacementRow]]:
         """The rows of the reservations a cycle ends or stops, by reservation id, and their placements'
-        rows, by placement id (both locked by the cycle already), read afresh in a query per page: the
-        cycle read the others as plain rows. Held here: the session keeps rows by weak reference."""
-        held: dict[str, ReservationRow] = {}
-        for page in in_pages([r.id for r in reservations]):
-            query = select(ReservationRow).where(ReservationRow.id.in_(page))
-            held.update((res.id, res) for res in self.session.scalars(query.execution_options(populate_existing=True)))
-        placements: dict[str, PlacementRow] = {}
-        for page in in_pages([r.request_id for r in reservations]):
-            ending = select(PlacementRow).where(PlacementRow.id.in_(page)).options(_ENDING_ONLY)
-            placements.update((p.id, p) for p in self.session.scalars(ending.execution_options(populate_existing=True)))
+        rows, by placement id (both locked by the cycle already): the cycle read the others as plain
+        rows. Held here: the session keeps rows by weak reference."""
+        held = self._afresh(select(ReservationRow), ReservationRow.id, [r.id for r in reservations])
+        placements = self._afresh(
+            select(PlacementRow).options(_ENDING_ONLY), PlacementRow.id, [r.request_id for r in reservations]
+        )
         return held, placements
+
+    def _afresh(self, query: Select, key: InstrumentedAttribute, ids: Sequence[str]) -> dict[str, Any]:
+        """The rows of `query` whose `key` is one of `ids`, by it, read afresh in a query per page."""
+        out: dict[str, Any] = {}
+        for page in in_pages(ids):
+            page_query = query.where(key.in_(page)).execution_options(populate_existing=True)
+            out.update((row.id, row) for row in self.session.scalars(page_query))
+        return out
 
     def _audit_reclaim(self, res: ReservationRow, reason: Reason, message: str, gpus: float) -> None:
         audit(
