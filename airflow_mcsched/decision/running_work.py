@@ -27,6 +27,7 @@ class RunningWork:
         "_stamp_book",
         "_stamps",
         "_stopping_for",
+        "_work",
         "by_id",
         "version",
     )
@@ -48,6 +49,7 @@ class RunningWork:
         self._stopping_for: Counter[str] | None = None
         self._spread: dict[str, Counter[str]] | None = None
         self._pool_versions: dict[PoolKey, int] = {}
+        self._work: dict[PoolKey, tuple[int, tuple[Reservation, ...]]] = {}
         self.version = 0
         """Grows whenever work is added or removed anywhere during the cycle."""
 
@@ -126,6 +128,16 @@ class RunningWork:
             for r in self.by_id.values():
                 self._by_pool[r.key][r.id] = r
         return self._by_pool.get(key, {}).values()
+
+    def work_in(self, key: PoolKey) -> tuple[Reservation, ...]:
+        """`in_pool` as a tuple, made once while the pool's work is unchanged: what the engine keeps
+        from one cycle to the next for a pool's work is checked against it (equal while the
+        reservations are the same objects, compared by identity first)."""
+        version = self._pool_versions.get(key, 0)
+        known = self._work.get(key)
+        if known is None or known[0] != version:
+            known = self._work[key] = (version, tuple(self.in_pool(key)))
+        return known[1]
 
     def latest_ends(self, key: PoolKey) -> dict[str, datetime]:
         """Node -> the latest expected end of the work on it, in one pool: made when first asked, then

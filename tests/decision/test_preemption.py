@@ -327,3 +327,30 @@ def test_requests_sharing_a_walk_search_the_pools_it_found_once_across_cycles(mo
         assert [d.outcome for d in decide(view, queue, running, DEFAULT_POLICY, NOW).decisions] == [Outcome.WAITING] * 2
     assert len(searched) == 4 and [p.name for p in searched[0]] == ["gpu"]
     assert searched[1] is searched[2] is searched[3]  # the first request walked itself: its own list
+
+
+def test_victims_kept_across_cycles_are_those_of_a_fresh_engine_when_the_pools_work_changes(fresh_memory):
+    """A pool's candidate victims at a priority are kept from cycle to cycle while its work is the
+    same objects (preemption.py, `PlanMemory.below`). When a victim is already stopping, or runs at a
+    higher priority now, the next cycle finds the others, as an engine that remembers nothing does."""
+    from airflow_mcsched.decision import plan_cache
+
+    v1, v2 = low("v1", "a-gpu-0", gpus=4, price=1.0), low("v2", "a-gpu-0", gpus=4, price=3.0)
+    v3 = low("v3", "a-gpu-1", gpus=8, price=2.0)
+    stopping = dataclasses.replace(v3, preempted_by="someone-else")
+    above = dataclasses.replace(v3, priority=HIGH)
+    cycles = [[v1, v2, v3], [v1, v2, v3], [v1, v2, stopping], [v1, v2, above], [v1, v2, v3]]
+    view = full_fleet(v1, v2, v3)
+
+    def victims(running):
+        d = decide(view, [urgent()], running, DEFAULT_POLICY, NOW).decision("urgent")
+        assert d.outcome is Outcome.PREEMPTING, d.summary
+        return sorted(v.reservation_id for v in d.victims)
+
+    kept = [victims(running) for running in cycles]
+    fresh = []
+    for running in cycles:
+        plan_cache.forget_all()
+        fresh.append(victims(running))
+    assert kept == fresh
+    assert kept == [["rsv-v3"], ["rsv-v3"], ["rsv-v1", "rsv-v2"], ["rsv-v1", "rsv-v2"], ["rsv-v3"]]
