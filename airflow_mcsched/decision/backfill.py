@@ -150,7 +150,15 @@ def hold_for_head(
         holds.append((max(h.start, now), 2, h.pool.ordinal, str(i), h))
     heapify(holds)
     overlay, demand = ctx.cycle.overlay, ctx.demand
-    replays: dict[int, _PoolReplay] = {}  # made as a pool's first event comes: most pools never fit in time
+    replays: dict[int, _PoolReplay] = {}
+
+    def replay_of(ordinal: int) -> _PoolReplay:
+        """The pool's replay, made when its first event comes: most pools are never reached."""
+        replay = replays.get(ordinal)
+        if replay is None:
+            replay = replays[ordinal] = _PoolReplay(overlay.capacity(by_ordinal[ordinal]), demand)
+        return replay
+
     all_held = list(held)
     while fronts or holds:
         at = fronts[0][0] if fronts else holds[0][0]
@@ -159,9 +167,7 @@ def hold_for_head(
         freed: set[int] = set()
         while fronts and fronts[0][0] == at:
             _, ordinal, i = fronts[0]
-            replay = replays.get(ordinal)
-            if replay is None:
-                replay = replays[ordinal] = _PoolReplay(overlay.capacity(by_ordinal[ordinal]), demand)
+            replay = replay_of(ordinal)
             pool_ends = ends[ordinal]
             n = len(pool_ends)
             while i < n and pool_ends[i][0] == at:
@@ -174,9 +180,7 @@ def hold_for_head(
                 heappop(fronts)
         while holds and holds[0][0] == at:
             _, kind, ordinal, tie, payload = heappop(holds)
-            replay = replays.get(ordinal)
-            if replay is None:
-                replay = replays[ordinal] = _PoolReplay(overlay.capacity(by_ordinal[ordinal]), demand)
+            replay = replay_of(ordinal)
             if kind == 2:  # an earlier head starts: its pods are taken until its expected end
                 pods = choose_nodes(replay.capacity(), payload.demand)
                 if pods is not None:

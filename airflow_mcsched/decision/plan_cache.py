@@ -153,12 +153,12 @@ class PlanMemory:
         """Victim searches that found nothing to stop, by demand and priority, then by fleet position,
         with what they read (preemption.py): kept across cycles, checked by identity."""
         self.victims: dict[tuple[PoolKey, int], tuple] = {}
-        self.below: dict[tuple[PoolKey, int], tuple] = {}
-        """A pool's candidate victims at one priority (preemption.py), with the pool's work they were
-        found in, made at the start of a cycle: a later cycle that finds the same work there takes
-        them as they are. At most `MAX_VICTIM_CONTENTS`."""
         """A pool's work that requests of a priority may stop, by content, one object per pool and
         priority while it is unchanged (preemption.py): what `fruitless` searches are checked by."""
+        self.below: dict[tuple[PoolKey, int], tuple] = {}
+        """A pool's candidate victims at one priority (preemption.py), with the pool's work they were
+        found in, before a cycle changed that work: a later cycle that finds the same work there
+        takes them as they are. At most `MAX_VICTIM_CONTENTS`."""
         self.pool_ends: dict[PoolKey, Any] = {}
         """Each pool's running work, as the cycle that last asked found it, with its ends sorted
         (backfill.py): kept while a later cycle finds the same work there. One entry per pool."""
