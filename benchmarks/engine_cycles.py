@@ -33,6 +33,10 @@ line gives each way's median CPU ms over all its cycles and over the second half
 drifting reads a start kept from an early cycle goes on ageing for dozens of cycles, so a short run
 understates what a live fleet costs (`--passes cpu` skips the slower passes).
 
+`--holds`: each CPU figure also gives the part of it spent in the backfill heads' replay of running
+work (`backfill.hold_for_head`, timed around each call), which a full fleet's cycle calls for each
+head it holds room for.
+
 `--weight SCORE=W` and `--runners-up N` measure a policy other than the default (as in
 `bench_engine.py`): what the per-cycle score, or the runners-up explained, cost a cycle.
 
@@ -75,7 +79,7 @@ from bench_engine import (
     policy_of,
 )
 
-from airflow_mcsched.decision import Policy, decide, plan_cache
+from airflow_mcsched.decision import Policy, admission, decide, plan_cache
 
 LATER = timedelta(seconds=5)
 
@@ -132,9 +136,11 @@ def cycles(
             figures.append(_kept_mb())
         else:
             watch = _CollectorWatch()
+            _HOLDS_MS[0] = 0.0
             start = time.process_time()
             decide(v, queue, running, policy, now)
-            figures.append(f"{(time.process_time() - start) * 1e3:.0f} (gc {watch.stop():.0f})")
+            holds = f" holds {_HOLDS_MS[0]:.0f}" if admission.hold_for_head is _timed_holds else ""
+            figures.append(f"{(time.process_time() - start) * 1e3:.0f} (gc {watch.stop():.0f}{holds})")
     tracemalloc.stop()
     return figures
 
@@ -177,6 +183,19 @@ class _CollectorWatch:
         return self.ms
 
 
+_HOLDS_MS = [0.0]
+_untimed_holds = admission.hold_for_head
+
+
+def _timed_holds(*args, **kwargs):
+    """`hold_for_head`, its CPU ms added to `_HOLDS_MS` (`--holds`)."""
+    start = time.process_time()
+    try:
+        return _untimed_holds(*args, **kwargs)
+    finally:
+        _HOLDS_MS[0] += (time.process_time() - start) * 1e3
+
+
 def _kept_mb() -> str:
     gc.collect()
     return f"{tracemalloc.get_traced_memory()[0] / 1e6:.1f}"
@@ -194,8 +213,11 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--busy", action="store_true", help="on a full fleet (see above)")
     parser.add_argument("--busy-file", default=None, help="with --busy: the full fleet's work, pickled (see above)")
+    parser.add_argument("--holds", action="store_true", help="the CPU ms of the backfill heads' replay too")
     add_policy_options(parser)
     args = parser.parse_args()
+    if args.holds:
+        admission.hold_for_head = _timed_holds
     reads = _expanded(args.reads)
     policy = policy_of(args)
     passes = args.passes.split(",")
