@@ -108,13 +108,13 @@ class AdmissionCycle:
         self.now = now
         self.leases_end = now + policy.lease  # every lease granted in the cycle
         self.plugins = plugins
-        active = []
+        active: dict[str, Reservation] = {}  # by id, in the caller's order (running_work.py)
         reclaimed = []
         for r in reservations:
             if r.expires_at <= now:  # Reservation.is_expired, inlined: this loop sees every lease
                 reclaimed.append(_reclaim(r, view))
             else:
-                active.append(r)
+                active[r.id] = r
         self.reclaimed = tuple(reclaimed)
         self.state = CycleState(view, active, policy, now, plugins)
         self.granted: list[Reservation] = []

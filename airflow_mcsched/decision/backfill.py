@@ -23,8 +23,10 @@ from heapq import heapify, heappop, heappush, heapreplace
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.node_choice import choose_nodes
+from airflow_mcsched.decision.plan_cache import MAX_POOLS
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
+from airflow_mcsched.view.bounded_table import kept_for
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import PoolKey, PoolView
@@ -230,21 +232,16 @@ def _sorted_ends(ctx: RequestContext, key: PoolKey) -> list[_End]:
     most pools' work is: sorting all of it every cycle cost a tenth of one): `_KeptEnds`, in
     `PlanMemory.pool_ends`."""
     cycle = ctx.cycle
-    work = cycle.running.work_in(key)
-    kept = cycle.memory.pool_ends.get(key)
-    if kept is None or kept.work != work:  # the same objects compare by identity first
-        kept = cycle.memory.pool_ends[key] = _KeptEnds(work)
-    return kept.at(ctx.now)
+    return kept_for(cycle.memory.pool_ends, key, cycle.running.work_in(key), MAX_POOLS, _KeptEnds).at(ctx.now)
 
 
 class _KeptEnds:
     """A pool's work and its ends, sorted by expected end (then id). Work expected to end by now ends
     now: those ends are made again, in id order, once per clock reading."""
 
-    __slots__ = ("_by_end", "_clock", "_ends", "_events", "work")
+    __slots__ = ("_by_end", "_clock", "_ends", "_events")
 
     def __init__(self, work: tuple[Reservation, ...]) -> None:
-        self.work = work
         self._by_end: list[_End] = sorted([(r.expected_end, r.id, r.pods) for r in work])  # unique ids
         self._ends = [e[0] for e in self._by_end]
         self._clock: datetime | None = None

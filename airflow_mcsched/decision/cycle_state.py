@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
@@ -16,6 +15,7 @@ from airflow_mcsched.decision.pool_stamps import ClockStamp, WorkStamp
 from airflow_mcsched.decision.quota import QuotaLedger
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.decision.running_work import RunningWork
+from airflow_mcsched.decision.work_base import next_base
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.bounded_table import get_or_make
 from airflow_mcsched.view.overlay import CapacityOverlay
@@ -39,7 +39,7 @@ class CycleState:
     def __init__(
         self,
         view: GlobalView,
-        active: Iterable[Reservation],
+        active: dict[str, Reservation],
         policy: Policy,
         now: datetime,
         plugins: Plugins,
@@ -53,7 +53,8 @@ class CycleState:
         self.memory.trim()  # before anything of the cycle reads it
         self.overlay = CapacityOverlay(view)
         # not a bound method: no cycle to collect
-        self.running = RunningWork(active, partial(_domain_of, view), self.memory.stamps)
+        self.memory.work = base = next_base(self.memory.work, active)
+        self.running = RunningWork(base, partial(_domain_of, view), self.memory.stamps)
         self.pool_stamps: dict[int, tuple[WorkStamp, ClockStamp]] = {}
         """By fleet position: what per-cycle scores read of the pool now (`stamps`), while its work is unchanged."""
         self.granted_ids: set[str] = set()
@@ -71,20 +72,12 @@ class CycleState:
         self.pool_searches: dict[tuple, SearchMemo] = {}  # pool searches of requests alike (preemption.py)
         self.victims_below: dict[tuple, tuple] = {}  # by pool and priority, while its work is unchanged (preemption.py)
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
-        not_yet_seen: dict[PoolKey, list[NodeAllocation]] = defaultdict(list)
-        seen = {c.name: c.reservation_ids_seen for c in view.clusters}
-        for r in self.running.values():
-            if r.id not in seen.get(r.cluster, ()):
-                not_yet_seen[r.key].extend(r.pods)
         memory = self.memory
-        deferred = []
-        for key, pods in not_yet_seen.items():  # one copy per pool, made when first read
-            pool = self._pool(key)
-            if pool is not None:
-                taken = tuple(pods)
-                self.overlay.defer(pool, partial(memory.changed, key, pool.capacity, taken, Change.TAKE_UNSEEN))
-                deferred.append((pool.ordinal, taken))
-        self.capacity_state = memory.first_capacity_state(view, tuple(deferred))
+        deferred, keys = self.running.base.unseen(view)
+        for key, (_, taken) in zip(keys, deferred, strict=True):  # one copy per pool, made when first read
+            pool = view.pools_by_key[key]
+            self.overlay.defer(pool, partial(memory.changed, key, pool.capacity, taken, Change.TAKE_UNSEEN))
+        self.capacity_state = memory.first_capacity_state(view, deferred)
         """The overlay's capacity objects as one token (`PlanMemory.first_capacity_state`): a ranking
         that starts where an earlier one left the pools skips looking for changed ones when it is
         the token that one was left at (pool_ranking.py)."""
@@ -96,9 +89,12 @@ class CycleState:
     def quota(self) -> QuotaLedger:
         """Use per team and GPU type, built from running work the first time anything asks."""
         if self._quota is None:
-            self._quota = QuotaLedger(self.policy.quotas)
-            for r in self.running.values():
-                self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
+            if not self.running.version:  # the base's work: its sums, kept from cycle to cycle
+                self._quota = QuotaLedger(self.policy.quotas, self.running.base.used())
+            else:  # summed over the work as it is now, in its order, as a fresh ledger would be
+                self._quota = QuotaLedger(self.policy.quotas)
+                for r in self.running.values():
+                    self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
         return self._quota
 
     # -- changes -----------------------------------------------------------------------------

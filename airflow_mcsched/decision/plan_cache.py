@@ -11,9 +11,9 @@ Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
 readings, `MAX_PLANS` plans and `MAX_LASTING` verdicts and columns, `MAX_CHANGED` capacities (and
 as many capacity states), `MAX_STATES` first capacity states, `MAX_FIT_MEMOS` demands' fit verdicts
-and as many demands' fruitless victim searches, `MAX_VICTIM_CONTENTS` pools' victims per entry and
-`MAX_STAGINGS` stagings of data are
-kept, so memory stays bounded whatever the caller does.
+and as many demands' fruitless victim searches, `MAX_VICTIM_CONTENTS` pools' victims per entry,
+`MAX_POOLS` pools' sorted ends and `MAX_STAGINGS` stagings of data are kept, so memory stays
+bounded whatever the caller does.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from airflow_mcsched.decision.pool_stamps import StampBook
+from airflow_mcsched.decision.work_base import WorkBase
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.bounded_table import get_or_make, held
 from airflow_mcsched.view.capacity_table import canonical
@@ -41,6 +42,8 @@ MAX_FIT_MEMOS = 4096
 MAX_STATES = 16
 MAX_VICTIM_CONTENTS = 4096
 """Pools and priorities whose victims' content a memory keeps (`PlanMemory.victims`)."""
+MAX_POOLS = 16384
+"""Pools whose running work's sorted ends a memory keeps (`PlanMemory.pool_ends`): one entry per pool."""
 MAX_STAGINGS = 65536
 """Stagings of a list of data to a cluster (staging.py), and datasets' holders, a memory keeps: a
 service meets new dataset paths for as long as it runs (dated partitions, new runs)."""
@@ -127,6 +130,7 @@ class PlanMemory:
         "victims",
         "waiting_parts",
         "weights",
+        "work",
     )
 
     def __init__(self, view: GlobalView, plugins: object) -> None:
@@ -161,13 +165,18 @@ class PlanMemory:
         takes them as they are. At most `MAX_VICTIM_CONTENTS`."""
         self.pool_ends: dict[PoolKey, Any] = {}
         """Each pool's running work, as the cycle that last asked found it, with its ends sorted
-        (backfill.py): kept while a later cycle finds the same work there. One entry per pool."""
+        (backfill.py): kept while a later cycle finds the same work there. One entry per pool, with
+        the work it was made from (`bounded_table.kept_for`)."""
+        self.work: WorkBase | None = None
+        """The running work the last cycle started from, with its indexes (work_base.py): the next
+        cycle's is made from it."""
         self.stamps = StampBook()
         """The running work's ends met so far (pool_stamps.py): verdicts with per-cycle values are
         kept with the stamp of what they read."""
-        self._changed: dict[tuple[int, tuple[NodeAllocation, ...], Change], tuple[PoolCapacity, PoolCapacity]] = {}
+        self._changed: dict[tuple[int, object, Change], tuple[PoolCapacity, PoolCapacity, tuple[NodeAllocation, ...]]]
+        self._changed = {}
         self._clocks: dict[object, dict[str, Any]] = {}
-        self._states: dict[tuple, tuple[tuple[PoolCapacity, ...], object]] = {}
+        self._states: dict[tuple, tuple[tuple[PoolCapacity, ...], object, object]] = {}
         self._states_after: dict[tuple[object, int, int], tuple[PoolCapacity, object]] = {}
         self._shared: dict[Hashable, SharedPlans] = {}
         self._cycles = 0
@@ -200,9 +209,14 @@ class PlanMemory:
         capacity objects, and the fit verdicts, rankings and candidates remembered for them hold
         again. And one object per content (view/capacity_table.py): other grants that leave the pool
         as an earlier cycle or read left it reach that object too."""
-        key = (id(capacity), pods, how)
+        # A pool's pods that no node shows yet are found by identity: a full fleet has some 27,000,
+        # hashing them cost more than the rest of the lookup, and the running work's base gives the
+        # same tuple while the work is the same (work_base.py). A grant's or a victim's few pods by
+        # value: new requests' candidates that place alike reach the same capacity objects.
+        by_identity = how is Change.TAKE_UNSEEN
+        key = (id(capacity), id(pods) if by_identity else pods, how)
         known = self._changed.get(key)
-        if known is not None and known[0] is capacity:  # held below, so its id is still its own
+        if known is not None and known[0] is capacity and (known[2] is pods or not by_identity):  # held: ids stay
             return known[1]
         if len(self._changed) >= MAX_CHANGED:
             self._changed.clear()
@@ -211,7 +225,7 @@ class PlanMemory:
         else:
             after = capacity.take(pods, anywhere=how is Change.TAKE_UNSEEN)
         after = canonical(pool, after)
-        self._changed[key] = (capacity, after)
+        self._changed[key] = (capacity, after, pods)
         return after
 
     def first_capacity_state(
@@ -219,11 +233,13 @@ class PlanMemory:
     ) -> object:
         """A token for a cycle's capacity objects at its start: the view's, and the pods taken where it
         does not show them yet (`deferred`, by fleet position). Reads alike in both (a view read again
-        keeps the capacity objects of unchanged pools) get the same token."""
+        keeps the capacity objects of unchanged pools) get the same token. `deferred` is found by its
+        identity: the running work's base gives one object while that work and what the reads see
+        of it are the same (work_base.py)."""
         capacities = tuple(view.capacity_by_ordinal.values())
-        # the entry holds the capacity objects, so the ids in its key stay their own
-        key = (tuple(map(id, capacities)), deferred)
-        return get_or_make(self._states, key, MAX_STATES, lambda: (capacities, object()))[1]
+        # the entry holds the capacity objects and `deferred`, so the ids in its key stay their own
+        key = (tuple(map(id, capacities)), id(deferred))
+        return get_or_make(self._states, key, MAX_STATES, lambda: (capacities, object(), deferred))[1]
 
     def capacity_state_after(self, state: object, ordinal: int, capacity: PoolCapacity) -> object:
         """The token for `state` with the pool at `ordinal` changed to `capacity`: a cycle that

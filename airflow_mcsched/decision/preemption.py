@@ -24,7 +24,7 @@ from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS, MAX_VICTIM_CONTEN
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS, Reason
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
-from airflow_mcsched.view.bounded_table import held
+from airflow_mcsched.view.bounded_table import held, kept_for
 from airflow_mcsched.view.frozen_init import quick_init
 from airflow_mcsched.view.node_capacity import NodeCapacity
 from airflow_mcsched.view.pool_capacity import PoolCapacity
@@ -181,16 +181,10 @@ def _below_in_pool(ctx: RequestContext, pool: PoolView) -> _Below:
     if known is not None and known[0] == version:
         return known[1]
     work = cycle.running.work_in(pool.key)
-    kept = cycle.memory.below.get(key) if version == 0 else None
-    if kept is not None and kept[0] == work:  # the same objects compare by identity first
-        below = kept[1]
+    if version == 0:  # nothing granted nor stopped in the pool yet: holds in a cycle with this work
+        below = kept_for(cycle.memory.below, key, work, MAX_VICTIM_CONTENTS, partial(_found_below, ctx, pool.key))
     else:
         below = _found_below(ctx, pool.key, work)
-        if version == 0:  # nothing granted nor stopped in the pool yet: holds in a cycle with this work
-            table = cycle.memory.below
-            if len(table) >= MAX_VICTIM_CONTENTS:
-                table.clear()
-            table[key] = (work, below)
     cycle.victims_below[key] = (version, below)
     return below
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from airflow_mcsched.decision.policy import ANY_GPU_TYPE, TeamQuota
@@ -34,7 +34,8 @@ class QuotaLedger:
 
     __slots__ = ("_members", "_quotas", "_used")
 
-    def __init__(self, quotas: Iterable[TeamQuota]) -> None:
+    def __init__(self, quotas: Iterable[TeamQuota], used: Mapping[str, Mapping[str, float]] | None = None) -> None:
+        """`used`: GPUs already in use per team and GPU type (copied: the ledger changes its own)."""
         self._quotas = {q.team: q for q in quotas}
         members: dict[str, list[str]] = defaultdict(list)
         for q in self._quotas.values():
@@ -42,6 +43,8 @@ class QuotaLedger:
                 members[q.cohort].append(q.team)
         self._members = {c: tuple(sorted(ts)) for c, ts in members.items()}
         self._used: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        if used:
+            self._used.update((team, defaultdict(float, use)) for team, use in used.items())
 
     # -- bookkeeping -------------------------------------------------------------------------
     def add(self, team: str, gpu_type: str | None, gpus: float) -> None:

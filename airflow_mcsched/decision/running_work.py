@@ -1,7 +1,7 @@
-"""The reservations held during one cycle, with indexes built only when a feature first asks for them.
+"""The reservations held during one cycle: its base (work_base.py) and the cycle's own changes.
 
-Most cycles need none of them (no backfill head, no preemption), so holding 10,000 reservations
-costs one dict; each index, once built, is kept up to date as work is granted and evicted.
+The base's indexes are kept from cycle to cycle; a pool the cycle grants or stops work in gets its
+own copy of the base's index for it, so the base is never changed. Most cycles change few pools.
 """
 
 from __future__ import annotations
@@ -12,16 +12,19 @@ from datetime import datetime
 
 from airflow_mcsched.decision.pool_stamps import StampBook, WorkStamp
 from airflow_mcsched.decision.reservation import Reservation
+from airflow_mcsched.decision.work_base import WorkBase, later
 from airflow_mcsched.view.snapshot import PoolKey
 
 
 class RunningWork:
     __slots__ = (
-        "_by_pool",
+        "_base",
         "_domain_of",
+        "_ends_own",
         "_interruptible",
         "_latest_ends",
         "_lowest",
+        "_own",
         "_pool_versions",
         "_spread",
         "_stamp_book",
@@ -34,19 +37,24 @@ class RunningWork:
 
     def __init__(
         self,
-        reservations: Iterable[Reservation],
+        reservations: WorkBase | Iterable[Reservation],
         domain_of: Callable[[str], str | None],
         stamp_book: StampBook | None = None,
     ) -> None:
-        self.by_id: dict[str, Reservation] = {r.id: r for r in reservations}
+        base = reservations if isinstance(reservations, WorkBase) else WorkBase({r.id: r for r in reservations})
+        self._base = base
+        self.by_id: dict[str, Reservation] = dict(base.by_id)
         self._domain_of = domain_of
-        self._by_pool: dict[PoolKey, dict[str, Reservation]] | None = None
+        self._own: dict[PoolKey, dict[str, Reservation]] = {}
+        """The pools whose work the cycle changed: each its own copy of the base's, changed."""
         self._latest_ends: dict[PoolKey, dict[str, datetime]] = {}
+        self._ends_own: set[PoolKey] = set()  # pools whose ends above are the cycle's own copy
         self._stamp_book = stamp_book or StampBook()
         self._stamps: dict[PoolKey, WorkStamp] = {}
-        self._interruptible: dict[PoolKey | None, Counter[int]] | None = None
+        self._interruptible: dict[PoolKey | None, Counter[int]] = {}
+        """What the cycle changed of the base's interruptible counts (by pool, and None: anywhere)."""
         self._lowest: dict[PoolKey | None, float] = {}  # min of each of those counts, when asked
-        self._stopping_for: Counter[str] | None = None
+        self._stopping_for: Counter[str] = Counter()  # what the cycle changed of the base's
         self._spread: dict[str, Counter[str]] | None = None
         self._pool_versions: dict[PoolKey, int] = {}
         self._work: dict[PoolKey, tuple[int, tuple[Reservation, ...]]] = {}
@@ -58,6 +66,10 @@ class RunningWork:
 
     def values(self) -> Iterable[Reservation]:
         return self.by_id.values()
+
+    @property
+    def base(self) -> WorkBase:
+        return self._base
 
     # -- changes -----------------------------------------------------------------------------
     def add(self, r: Reservation) -> None:
@@ -72,33 +84,41 @@ class RunningWork:
 
     def _index(self, r: Reservation, step: int) -> None:
         self.version += 1
+        key = r.key
         versions = self._pool_versions
-        versions[r.key] = versions.get(r.key, 0) + 1  # not a Counter: a missing key is a Python-level call
-        if self._by_pool is not None:
-            if step > 0:
-                self._by_pool[r.key][r.id] = r
-            else:
-                self._by_pool[r.key].pop(r.id, None)
-        ends = self._latest_ends.get(r.key)
+        versions[key] = versions.get(key, 0) + 1  # not a Counter: a missing key is a Python-level call
+        own = self._own.get(key)
+        if own is None:
+            own = self._own[key] = dict(self._base.in_pool(key))
+        if step > 0:
+            own[r.id] = r
+        else:
+            own.pop(r.id, None)
+        ends = self._latest_ends.get(key)
         if ends is not None:
             if step > 0:
-                _later(ends, r)
+                if key not in self._ends_own:  # the base's: copied before it changes
+                    self._ends_own.add(key)
+                    ends = self._latest_ends[key] = dict(ends)
+                later(ends, r)
             else:  # the latest end may have been this one's: made again when next asked
-                del self._latest_ends[r.key]
-        stamp = self._stamps.get(r.key)
+                del self._latest_ends[key]
+        stamp = self._stamps.get(key)
         if stamp is not None:
             if step > 0:
-                self._stamps[r.key] = stamp.after(r.pods, r.expected_end)
+                self._stamps[key] = stamp.after(r.pods, r.expected_end)
             else:  # as the ends: found again from them when next asked
-                del self._stamps[r.key]
-        if self._interruptible is not None and r.interruptible and r.preempted_by is None:
-            for key in (None, r.key):
-                counts = self._interruptible[key]
+                del self._stamps[key]
+        if r.interruptible and r.preempted_by is None:
+            for k in (None, key):
+                counts = self._interruptible.get(k)
+                if counts is None:
+                    counts = self._interruptible[k] = Counter(self._base.interruptible(k))
                 counts[r.priority] += step
                 if not counts[r.priority]:
                     del counts[r.priority]
-                self._lowest.pop(key, None)
-        if self._stopping_for is not None and r.preempted_by is not None:
+                self._lowest.pop(k, None)
+        if r.preempted_by is not None:
             self._stopping_for[r.preempted_by] += step
         if self._spread is not None and r.spread_group:
             domain = self._domain_of(r.cluster)
@@ -123,17 +143,16 @@ class RunningWork:
         return self._lowest
 
     def in_pool(self, key: PoolKey) -> Iterable[Reservation]:
-        if self._by_pool is None:
-            self._by_pool = defaultdict(dict)
-            for r in self.by_id.values():
-                self._by_pool[r.key][r.id] = r
-        return self._by_pool.get(key, {}).values()
+        own = self._own.get(key)
+        return (self._base.in_pool(key) if own is None else own).values()
 
     def work_in(self, key: PoolKey) -> tuple[Reservation, ...]:
-        """`in_pool` as a tuple, made once while the pool's work is unchanged: what the engine keeps
-        from one cycle to the next for a pool's work is checked against it (equal while the
-        reservations are the same objects, compared by identity first)."""
+        """`in_pool` as a tuple, made once while the pool's work is unchanged, and the base's own
+        while the cycle has not changed it (one object from cycle to cycle): what the engine keeps
+        from one cycle to the next for a pool's work is checked against it (by identity first)."""
         version = self._pool_versions.get(key, 0)
+        if not version:
+            return self._base.work_in(key)
         known = self._work.get(key)
         if known is None or known[0] != version:
             known = self._work[key] = (version, tuple(self.in_pool(key)))
@@ -141,42 +160,47 @@ class RunningWork:
 
     def latest_ends(self, key: PoolKey) -> dict[str, datetime]:
         """Node -> the latest expected end of the work on it, in one pool: made when first asked, then
-        kept up to date as work is granted there (a grant only moves ends later)."""
+        kept up to date as work is granted there (a grant only moves ends later). Read only: it may
+        be the base's."""
         ends = self._latest_ends.get(key)
         if ends is None:
-            ends = self._latest_ends[key] = {}
-            for r in self.in_pool(key):
-                _later(ends, r)
+            if key in self._own:
+                ends = {}
+                for r in self.in_pool(key):
+                    later(ends, r)
+                self._ends_own.add(key)
+            else:  # the base's, kept from cycle to cycle (copied by `_index` before a grant changes it)
+                ends = self._base.latest_ends(key)
+            self._latest_ends[key] = ends
         return ends
 
     def ends_stamp(self, key: PoolKey) -> WorkStamp:
-        """The stamp of `latest_ends(key)` (pool_stamps.py): found from the ends when first asked,
-        then followed from grant to grant."""
+        """The stamp of `latest_ends(key)` (pool_stamps.py): found from the ends when first asked (the
+        base's, kept from cycle to cycle, while the cycle has not changed the pool's work), then
+        followed from grant to grant."""
         stamp = self._stamps.get(key)
         if stamp is None:
-            stamp = self._stamps[key] = self._stamp_book.of(self.latest_ends(key))
+            if key in self._own:
+                stamp = self._stamp_book.of(self.latest_ends(key))
+            else:
+                stamp = self._base.ends_stamp(key, self._stamp_book)
+            self._stamps[key] = stamp
         return stamp
 
     def lowest_interruptible_priority(self, key: PoolKey | None) -> float:
         """Lowest priority of running interruptible work not already being stopped, in one pool or
         (key None) anywhere; inf if none."""
-        if self._interruptible is None:
-            self._interruptible = defaultdict(Counter)
-            for r in self.by_id.values():
-                if r.interruptible and r.preempted_by is None:
-                    self._interruptible[None][r.priority] += 1
-                    self._interruptible[r.key][r.priority] += 1
         lowest = self._lowest.get(key)
         if lowest is None:  # asked for every pool of every search: the minimum is kept until work changes
             counts = self._interruptible.get(key)
+            if counts is None:
+                counts = self._base.interruptible(key)
             lowest = self._lowest[key] = min(counts) if counts else float("inf")
         return lowest
 
     def stopping_for(self, request_id: str) -> bool:
         """True when victims chosen for this request earlier are still stopping."""
-        if self._stopping_for is None:
-            self._stopping_for = Counter(r.preempted_by for r in self.by_id.values() if r.preempted_by)
-        return self._stopping_for.get(request_id, 0) > 0
+        return self._base.stopping().get(request_id, 0) + self._stopping_for.get(request_id, 0) > 0
 
     def spread_domains(self, group: str) -> set[str]:
         """Failure domains that already hold a member of this spread group."""
@@ -188,11 +212,3 @@ class RunningWork:
                     if domain is not None:
                         self._spread[r.spread_group][domain] += 1
         return {d for d, n in self._spread.get(group, Counter()).items() if n > 0}
-
-
-def _later(ends: dict[str, datetime], r: Reservation) -> None:
-    end = r.expected_end
-    for a in r.pods:
-        known = ends.get(a.node)
-        if known is None or known < end:
-            ends[a.node] = end

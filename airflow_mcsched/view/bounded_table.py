@@ -33,3 +33,18 @@ def held(table: dict[int, tuple[Any, V]], key: K, limit: int, make: Callable[[K]
     value = make(key)
     table[id(key)] = (key, value)
     return value
+
+
+def kept_for(table: dict[K, tuple[tuple, V]], key: K, work: tuple, limit: int, make: Callable[[tuple], V]) -> V:
+    """What `table` keeps for `key` that was made from `work` (`make(work)`), kept while later callers
+    find the same `work` there: a tuple of the same objects (compared by identity first), such as
+    a pool's running work from one cycle to the next. Made again when it differs; emptied first
+    when it holds `limit` entries, as `get_or_make`."""
+    known = table.get(key)
+    if known is not None and (known[0] is work or known[0] == work):
+        return known[1]
+    if len(table) >= limit:
+        table.clear()
+    value = make(work)
+    table[key] = (work, value)
+    return value

@@ -354,3 +354,64 @@ def test_victims_kept_across_cycles_are_those_of_a_fresh_engine_when_the_pools_w
         fresh.append(victims(running))
     assert kept == fresh
     assert kept == [["rsv-v3"], ["rsv-v3"], ["rsv-v1", "rsv-v2"], ["rsv-v1", "rsv-v2"], ["rsv-v3"]]
+
+
+def _alike_after_changes(seed: int, monkeypatch) -> tuple[list, list]:
+    """Urgent requests alike on a fleet of six full pools, between which others are admitted or
+    preempt (changing a few pools): the cycle's decisions, those of a cycle where every request
+    searches every pool without remembering anything."""
+    import random
+
+    from airflow_mcsched.decision import plan_cache, preemption
+
+    rng = random.Random(seed)
+    pools = [pool(f"p{i}", nodes=2) for i in range(6)]
+    profile = cluster("a", *pools)
+    running, free = [], {}
+    for p in pools:
+        free[p.name] = []
+        for n in range(2):
+            used, busy = 0, 8 - rng.choice([0, 0, 2, 4])  # room for small requests on some nodes
+            for k in range(rng.randint(1, 3)):
+                gpus = min(rng.choice([2, 4, 8]), busy - used)
+                if not gpus:
+                    break
+                rid = f"{p.name}-{n}-{k}"
+                running.append(
+                    reservation(
+                        rid, "a", p.name, f"a-{p.name}-{n}", gpus=gpus, priority=rng.choice([LOW, HIGH * 2]),
+                        interruptible=rng.random() < 0.5, price=rng.choice([1.0, 2.0, 3.0]),
+                    )
+                )  # fmt: skip
+                used += gpus
+            free[p.name].append(8 - used)
+    view = view_of((profile, observe(profile, free=free, seen=[r.id for r in running])))
+    queue = []
+    for i in range(16):
+        if rng.random() < 0.5:
+            queue.append(urgent(f"u{i}", arrival=NOW - timedelta(minutes=30 - i)))
+        else:
+            queue.append(
+                request(
+                    f"s{i}", gpus=rng.choice([1, 2]), priority_class="high", arrival=NOW - timedelta(minutes=30 - i)
+                )
+            )
+    policy = Policy(backfill=seed % 2 == 0, backfill_heads=3)
+    best_plan = preemption._best_plan
+    plan_cache.forget_all()
+    remembering = list(decide(view, queue, running, policy, NOW).decisions)
+    plan_cache.forget_all()
+    monkeypatch.setattr(preemption, "_remembered_best", lambda ctx, pools, memo: best_plan(ctx, pools, None, False))
+    alone = list(decide(view, queue, running, policy, NOW).decisions)
+    return remembering, alone
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_requests_alike_that_take_what_earlier_searches_found_decide_as_if_each_searched_alone(seed, monkeypatch):
+    """Requests alike take the last one's answer when nothing changed since, and each pool's search
+    while its capacity and work are the same (`_remembered_best`): the cycle decides as one where
+    every request searches every pool without remembering anything."""
+    remembering, alone = _alike_after_changes(seed, monkeypatch)
+    assert remembering == alone
+    if seed == 0:
+        assert [d.outcome for d in remembering].count(Outcome.PREEMPTING) >= 1

@@ -160,7 +160,7 @@ def test_a_static_column_is_each_pools_measure_bit_for_bit(ask):
             data={"datasets": ["logs"], "egress_price_per_gib": 0.02, "ingress_gbps": 25},
         ),
     )
-    cycle = CycleState(view, (), Policy(), NOW, DEFAULT_PLUGINS)
+    cycle = CycleState(view, {}, Policy(), NOW, DEFAULT_PLUGINS)
     ctx = RequestContext.of(request(**ask), 0, cycle)
     pairs = [(c, p) for c in view.clusters for p in c.pools]
     apart = [pairs[4], pairs[0], pairs[2], pairs[1], pairs[3]]  # home's and logs' pools not together
