@@ -45,11 +45,13 @@ def test_a_preempted_step_stops_its_pod_fails_the_try_and_frees_the_node_for_cri
     dag_id = "mcsched_preempted_sweep"
     hold_capacity(L4_NODE)  # one L4 node is busy with work that cannot be interrupted
     submit_critical_once_running(dag_id)
-    started = time.monotonic()
 
     log = placement_fleet.run_logged("mcsched_preemptible_step.py", dag_id)
 
-    assert "DAG RUN STATE: failed" in log and time.monotonic() - started < 25  # not the pod's 30 s
+    assert "DAG RUN STATE: failed" in log
+    # the pod was stopped, not waited for: its 300 trials never all ran (a busy machine only makes
+    # the run slower, never this false; a clock limit here failed CI at 25.4 s)
+    assert "hyper-parameter trial 0" in log and "hyper-parameter trial 299" not in log
     assert "was preempted: PreemptedByPriority" in log and "stopping its pod" in log
     assert "the step was preempted and its pod stopped: PreemptedByPriority" in log  # the task's error
     (row,) = placement_rows(dag_id)

@@ -19,24 +19,21 @@ from airflow_mcsched.virtual.fleet import VirtualFleet
 MCSCHED = [sys.executable, "-m", "airflow_mcsched.cli.main", "virtual-clusters"]
 
 
-def test_thread_mode_starts_in_well_under_a_second(fleet_spec):
-    start = time.monotonic()
+def test_thread_mode_serves_every_cluster_from_this_process(fleet_spec):
+    # how fast a fleet starts is a benchmark's figure (bench_virtual_clusters.py), not a test's
     with VirtualFleet.start(fleet_spec) as fleet:
-        assert time.monotonic() - start < 1.0
-        assert len(fleet.handles) == 3
+        assert len(fleet.handles) == 3 and {h.pid for h in fleet} == {os.getpid()}
+        assert fleet.cluster("baremetal-t4").summary()["gpus"] == 12
 
 
 def test_process_mode_runs_each_cluster_in_its_own_process(fleet_spec):
-    start = time.monotonic()
     with VirtualFleet.start(fleet_spec, mode="process") as fleet:
-        elapsed = time.monotonic() - start
         pids = {h.pid for h in fleet}
         api = fleet.cluster("baremetal-t4").core_v1()
         api.create_namespaced_pod("default", pod("remote", duration=0.1))
         assert wait_phase(api, "remote", "Succeeded")
         assert fleet.cluster("baremetal-t4").summary()["gpus"] == 12
     assert len(pids) == 3 and os.getpid() not in pids
-    assert elapsed < 3.0  # sub-second on an idle machine; slack for a loaded CI
 
 
 def test_state_dir_gets_kubeconfigs_and_airflow_connections(fleet_spec, tmp_path):

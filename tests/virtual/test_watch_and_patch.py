@@ -54,7 +54,7 @@ def test_watch_ends_after_timeout_seconds(api):
 
     start = time.monotonic()
     assert list(watch.Watch().stream(api.list_namespaced_pod, "default", timeout_seconds=1)) == []
-    assert 0.9 < time.monotonic() - start < 3
+    assert 0.9 < time.monotonic() - start < 15  # it ends after its timeout, not when the test gives up
 
 
 def test_too_old_resource_version_is_410():
