@@ -12,7 +12,7 @@ from airflow_mcsched.decision import plan_cache
 from airflow_mcsched.decision.plan_cache import Change, SharedPlans, plan_memory
 from airflow_mcsched.decision.policy import Policy, ScoreWeights
 from airflow_mcsched.decision.pool_stamps import ClockStamp, WorkStamp
-from airflow_mcsched.decision.quota import QuotaLedger
+from airflow_mcsched.decision.quota import QuotaLedger, use_of
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.decision.running_work import RunningWork
 from airflow_mcsched.decision.work_base import next_base
@@ -52,8 +52,8 @@ class CycleState:
         self.memory = plan_memory(view, policy, plugins)
         self.memory.trim()  # before anything of the cycle reads it
         self.overlay = CapacityOverlay(view)
-        # not a bound method: no cycle to collect
         self.memory.work = base = next_base(self.memory.work, active)
+        # `partial`, not a bound method of this state: no reference cycle for the collector to find
         self.running = RunningWork(base, partial(_domain_of, view), self.memory.stamps)
         self.pool_stamps: dict[int, tuple[WorkStamp, ClockStamp]] = {}
         """By fleet position: what per-cycle scores read of the pool now (`stamps`), while its work is unchanged."""
@@ -89,12 +89,9 @@ class CycleState:
     def quota(self) -> QuotaLedger:
         """Use per team and GPU type, built from running work the first time anything asks."""
         if self._quota is None:
-            if not self.running.version:  # the base's work: its sums, kept from cycle to cycle
-                self._quota = QuotaLedger(self.policy.quotas, self.running.base.used())
-            else:  # summed over the work as it is now, in its order, as a fresh ledger would be
-                self._quota = QuotaLedger(self.policy.quotas)
-                for r in self.running.values():
-                    self._quota.add(r.team, r.gpu_type, r.gpu_equivalent)
+            # the base's sums, kept from cycle to cycle, while the cycle has not changed its work
+            used = self.running.base.used() if not self.running.version else use_of(self.running.values())
+            self._quota = QuotaLedger(self.policy.quotas, used)
         return self._quota
 
     # -- changes -----------------------------------------------------------------------------

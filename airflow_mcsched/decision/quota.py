@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from airflow_mcsched.decision.policy import ANY_GPU_TYPE, TeamQuota
+from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.frozen_init import quick_init
 
 
@@ -27,6 +28,19 @@ class QuotaVerdict:
 
 
 _OK = QuotaVerdict(True)
+
+
+def use_of(work: Iterable[Reservation]) -> dict[str, dict[str, float]]:
+    """GPUs held per team and GPU type, summed in the work's order: the sums a ledger would reach by
+    `QuotaLedger.add` of each in turn (floats: the order is part of the value), made in one pass."""
+    used: dict[str, dict[str, float]] = {}
+    for r in work:
+        if r.gpu_type and r.gpu_equivalent:  # what `QuotaLedger.add` counts
+            team = used.get(r.team)
+            if team is None:
+                team = used[r.team] = {}
+            team[r.gpu_type] = team.get(r.gpu_type, 0.0) + r.gpu_equivalent
+    return used
 
 
 class QuotaLedger:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from airflow_mcsched.decision.pool_stamps import StampBook, WorkStamp
+from airflow_mcsched.decision.quota import use_of
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey
@@ -100,14 +101,7 @@ class WorkBase:
     def used(self) -> dict[str, dict[str, float]]:
         """GPUs held per team and GPU type, summed in the base's order (read only: callers copy it)."""
         if self._used is None:
-            used: dict[str, dict[str, float]] = {}
-            for r in self.by_id.values():
-                if r.gpu_type and r.gpu_equivalent:  # as QuotaLedger.add
-                    team = used.get(r.team)
-                    if team is None:
-                        team = used[r.team] = {}
-                    team[r.gpu_type] = team.get(r.gpu_type, 0.0) + r.gpu_equivalent
-            self._used = used
+            self._used = use_of(self.by_id.values())
         return self._used
 
     def unseen(self, view: GlobalView) -> Unseen:

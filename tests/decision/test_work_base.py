@@ -184,3 +184,19 @@ def test_a_quota_first_asked_after_the_cycle_changed_its_work_counts_the_work_as
     cycle.evict(work[0])
     expected = sum(r.gpu_equivalent for r in [*work[1:], granted] if r.team == "ml")
     assert cycle.quota.total_used("ml") == pytest.approx(expected)
+
+
+def test_a_cycles_grants_and_evictions_change_its_own_work_never_the_base_nor_the_callers():
+    """The base (and the caller's dict it holds) is the next cycle's start: a cycle changes a copy."""
+    from airflow_mcsched.decision.cycle_state import CycleState
+
+    rng = random.Random(4)
+    work = [_one(rng, n) for n in range(20)]
+    active = {r.id: r for r in work}
+    cycle = CycleState(_view(rng, work), active, Policy(), NOW, DEFAULT_PLUGINS)
+    base = cycle.running.base
+    cycle.grant(reservation("new", "a", "p0", "a-p0-0", gpus=2, team="ml", expires_in=12 * HOUR))
+    cycle.evict(work[0])
+    assert list(active.values()) == work and list(base.by_id.values()) == work
+    assert [r.id for r in cycle.running.values()] == [r.id for r in work[1:]] + ["rsv-new"]
+    assert not cycle.running.remove(work[0])  # already gone: nothing to take away twice
