@@ -17,6 +17,7 @@ from airflow_mcsched.access.fleet_file import load_fleet_file
 from airflow_mcsched.cli.airflow_stack import AirflowStack
 from airflow_mcsched.virtual.fleet import VirtualFleet
 from airflow_mcsched.virtual.options import VirtualClusterOptions
+from tests.stack_watch import StackWatch, stack_env
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET_FILE = REPO / "examples" / "fleet.yaml"
@@ -27,6 +28,7 @@ class Deployment:
     stack: AirflowStack
     fleet: VirtualFleet
     dags_folder: Path
+    watch: StackWatch
 
     def mcsched(self, *args: str) -> str:
         cli = str(Path(sys.executable).with_name("mcsched"))
@@ -51,9 +53,24 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             f"sqlite:///{home / 'airflow.db'}",
             dags,
             jwt_secret="e2e-" + "k" * 64,
-            extra_env={**fleet.connection_env(), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"},
+            extra_env={**fleet.connection_env(), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO", **stack_env()},
         )
         with stack:
-            deployment = Deployment(stack, fleet, dags)
+            watch = StackWatch(stack.processes, stack.component_log)
+            stack.api, stack.token = watch.watched(stack.api), watch.watched(stack.token)  # type: ignore[method-assign]
+            deployment = Deployment(stack, fleet, dags, watch)
             deployment.mcsched("clusters", "apply", "-f", str(FLEET_FILE))
             yield deployment
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A failed test's report carries the stacks taken while a call to the deployment hung (stack_watch.py)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    deployment = item.funcargs.get("deployment") if hasattr(item, "funcargs") else None
+    if report.when == "call" and isinstance(deployment, Deployment):
+        if report.failed and deployment.watch.taken:
+            taken = "\n".join(deployment.watch.taken)
+            report.sections.append(("stacks taken while the deployment did not answer", taken))
+        deployment.watch.taken.clear()  # the deployment is shared: each test reports its own
