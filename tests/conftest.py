@@ -223,3 +223,18 @@ def live_api_url(airflow_db: Path):
     yield url
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A test of a deployment whose calls are watched (tests/stack_watch.py) reports the stacks its
+    components wrote while a call hung, when it fails."""
+    from tests.stack_watch import StackWatch
+
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when == "call":
+        for value in getattr(item, "funcargs", {}).values():
+            watch = getattr(value, "watch", None)
+            if isinstance(watch, StackWatch):
+                watch.report(report)

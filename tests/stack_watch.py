@@ -69,6 +69,20 @@ class StackWatch:
 
         return watched_call
 
+    @classmethod
+    def of(cls, stack: Any) -> StackWatch:
+        """A watch on an `AirflowStack` that has started: its REST calls (`api`, `token`) are watched."""
+        watch = cls(stack.processes, stack.component_log)
+        stack.api, stack.token = watch.watched(stack.api), watch.watched(stack.token)
+        return watch
+
+    def report(self, report: Any) -> None:
+        """Hand what was taken during a test to its report when it failed, then forget it (a
+        deployment serves many tests: each reports its own)."""
+        if report.failed and self.taken:
+            report.sections.append(("stacks taken while the deployment did not answer", "\n".join(self.taken)))
+        self.taken.clear()
+
     def _take(self, what: str) -> None:
         stacks = dump_stacks(self._processes, self._log_of)
         self.taken.append(f"{time.strftime('%H:%M:%S')} {what} had not answered after {self.after:.0f}s:\n{stacks}")

@@ -42,3 +42,20 @@ def test_a_call_that_hangs_has_each_process_write_its_stacks_and_go_on(tmp_path)
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_failed_tests_report_carries_what_was_taken_and_the_next_test_starts_afresh(tmp_path):
+    import pytest
+
+    watch = StackWatch({}, lambda name: tmp_path / name)
+    watch.taken.append("12:00:00 GET /api/v2/dags had not answered after 20s:\n--- api-server (pid 1) ---\n...")
+    passed = pytest.TestReport("t.py::a", ("t.py", 1, "a"), {}, "passed", None, "call")
+    watch.report(passed)
+    assert passed.sections == [] and watch.taken == []  # a stall the test lived through is not its to report
+
+    watch.taken.append("12:01:00 PATCH /api/v2/dags/x had not answered after 20s:\n--- scheduler (pid 2) ---\n...")
+    failed = pytest.TestReport("t.py::b", ("t.py", 2, "b"), {}, "failed", None, "call")
+    watch.report(failed)
+    [(title, text)] = failed.sections
+    assert title == "stacks taken while the deployment did not answer" and "PATCH /api/v2/dags/x" in text
+    assert watch.taken == []

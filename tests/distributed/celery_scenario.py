@@ -36,6 +36,7 @@ from airflow_mcsched.virtual.fleet import VirtualFleet
 from airflow_mcsched.virtual.options import VirtualClusterOptions
 from tests.conftest import postgres_available, postgres_url
 from tests.e2e.conftest import Deployment
+from tests.stack_watch import StackWatch, stack_env
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET_FILE = REPO / "examples" / "fleet.yaml"
@@ -108,13 +109,13 @@ def celery_deployment(home: Path) -> Iterator[Deployment]:
     ):
         stack = AirflowStack(
             home, url, dags, jwt_secret="celery-" + secrets.token_hex(32),
-            extra_env={**fleet.connection_env(), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO"},
+            extra_env={**fleet.connection_env(), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO", **stack_env()},
             parallelism=SLOTS, executor="CeleryExecutor", broker_url=redis_url(),
             celery_workers=WORKERS, celery_concurrency=SLOTS // len(WORKERS), celery_queue=queue,
         )  # fmt: skip
         try:
             with stack:
-                deployment = Deployment(stack, fleet, dags)
+                deployment = Deployment(stack, fleet, dags, StackWatch.of(stack))
                 deployment.mcsched("clusters", "apply", "-f", str(FLEET_FILE))
                 yield deployment
         finally:

@@ -56,21 +56,6 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             extra_env={**fleet.connection_env(), "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO", **stack_env()},
         )
         with stack:
-            watch = StackWatch(stack.processes, stack.component_log)
-            stack.api, stack.token = watch.watched(stack.api), watch.watched(stack.token)  # type: ignore[method-assign]
-            deployment = Deployment(stack, fleet, dags, watch)
+            deployment = Deployment(stack, fleet, dags, StackWatch.of(stack))
             deployment.mcsched("clusters", "apply", "-f", str(FLEET_FILE))
             yield deployment
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
-    """A failed test's report carries the stacks taken while a call to the deployment hung (stack_watch.py)."""
-    outcome = yield
-    report = outcome.get_result()  # type: ignore[attr-defined]
-    deployment = item.funcargs.get("deployment") if hasattr(item, "funcargs") else None
-    if report.when == "call" and isinstance(deployment, Deployment):
-        if report.failed and deployment.watch.taken:
-            taken = "\n".join(deployment.watch.taken)
-            report.sections.append(("stacks taken while the deployment did not answer", taken))
-        deployment.watch.taken.clear()  # the deployment is shared: each test reports its own
