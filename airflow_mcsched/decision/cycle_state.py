@@ -54,7 +54,7 @@ class CycleState:
         self.overlay = CapacityOverlay(view)
         self.memory.work = base = next_base(self.memory.work, active)
         # `partial`, not a bound method of this state: no reference cycle for the collector to find
-        self.running = RunningWork(base, partial(_domain_of, view), self.memory.stamps)
+        self.running = RunningWork(base, partial(_domain_of, view), self.memory.stamps, base.held(view))
         self.pool_stamps: dict[int, tuple[WorkStamp, ClockStamp]] = {}
         """By fleet position: what per-cycle scores read of the pool now (`stamps`), while its work is unchanged."""
         self.granted_ids: set[str] = set()

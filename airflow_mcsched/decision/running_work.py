@@ -41,7 +41,10 @@ class RunningWork:
         reservations: WorkBase | Iterable[Reservation],
         domain_of: Callable[[str], str | None],
         stamp_book: StampBook | None = None,
+        held: Mapping[str, Reservation] | None = None,
     ) -> None:
+        """`held`: reservations of the base as the cycle reads them where that differs from the
+        base's (`WorkBase.held`): their pools are the cycle's own from the start."""
         base = reservations if isinstance(reservations, WorkBase) else WorkBase({r.id: r for r in reservations})
         self._base = base
         self._by_id = base.by_id
@@ -64,6 +67,13 @@ class RunningWork:
         self._work: dict[PoolKey, tuple[int, tuple[Reservation, ...]]] = {}
         self.version = 0
         """Grows whenever work is added or removed anywhere during the cycle."""
+        for r in (held or {}).values():
+            own = self._own.get(r.key)
+            if own is None:
+                own = self._own[r.key] = dict(base.in_pool(r.key))
+            own[r.id] = r
+            self._changing()[r.id] = r
+            self._pool_versions[r.key] = 1  # not the base's work: nothing kept for the base's holds
 
     def __len__(self) -> int:
         return len(self._by_id)

@@ -15,6 +15,7 @@ same for every caller); a cycle's own grants and evictions are `RunningWork`'s, 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import datetime
@@ -35,7 +36,18 @@ _NO_WORK: Mapping[str, Reservation] = {}
 class WorkBase:
     """One set of reservations (by id, in the caller's order), and its indexes, made when asked."""
 
-    __slots__ = ("_by_pool", "_ends", "_interruptible", "_stamps", "_stopping", "_unseen", "_used", "_work", "by_id")
+    __slots__ = (
+        "_by_pool",
+        "_ends",
+        "_held",
+        "_interruptible",
+        "_stamps",
+        "_stopping",
+        "_unseen",
+        "_used",
+        "_work",
+        "by_id",
+    )
 
     def __init__(self, by_id: dict[str, Reservation]) -> None:
         self.by_id = by_id
@@ -47,6 +59,7 @@ class WorkBase:
         self._ends: dict[PoolKey, dict[str, datetime]] = {}
         self._stamps: dict[PoolKey, WorkStamp] = {}
         self._unseen: tuple[tuple, dict[PoolKey, tuple[NodeAllocation, ...]], set[PoolKey], Unseen | None] | None = None
+        self._held: tuple[Unseen, dict[str, Reservation]] | None = None
 
     # -- indexes -------------------------------------------------------------------------------
     def in_pool(self, key: PoolKey) -> Mapping[str, Reservation]:
@@ -128,6 +141,36 @@ class WorkBase:
         self._unseen = (token, by_pool, set(), result)
         return result
 
+    def held(self, view: GlobalView) -> Mapping[str, Reservation]:
+        """Unseen work that its pool holds elsewhere than its own pods say, by id, each as held.
+
+        The pods no read shows yet are held on their own nodes, and what a node has no room for
+        on the pool's other nodes (`PoolCapacity.take(..., anywhere=True)`). Whatever reads such a
+        reservation's pods (the search for work to stop, its eviction, backfill's ends) must read
+        them where they are held: a copy with the pods as held, its size (quota, cost) its own.
+        Most reads spill nothing, and then this is empty. The same mapping for every cycle on the
+        same unseen pods (`unseen`)."""
+        unseen = self.unseen(view)
+        known = self._held
+        if known is not None and known[0] is unseen:
+            return known[1]
+        moved: dict[str, Reservation] = {}
+        deferred, keys = unseen
+        for key, (_, taken) in zip(keys, deferred, strict=True):
+            held = view.pools_by_key[key].capacity.held_anywhere(taken)
+            if all(_as_own(h, a) for h, a in zip(held, taken, strict=True)):
+                continue
+            seen = view.cluster(key[0]).reservation_ids_seen
+            at = 0
+            for r in self.in_pool(key).values():  # in the order `taken` was made in
+                if r.id in seen:
+                    continue
+                mine, at = held[at : at + len(r.pods)], at + len(r.pods)
+                if not all(_as_own(h, a) for h, a in zip(mine, r.pods, strict=True)):
+                    moved[r.id] = _as_held(r, tuple(p for h in mine for p in h))
+        self._held = (unseen, moved)
+        return moved
+
     # -- the next base ---------------------------------------------------------------------------
     def _derived(self, by_id: dict[str, Reservation], added: list[Reservation], removed: list[Reservation]) -> WorkBase:
         """A base of `by_id`, which differs from this one's by `added` and `removed`."""
@@ -201,6 +244,17 @@ def later(ends: dict[str, datetime], r: Reservation) -> None:
         known = ends.get(a.node)
         if known is None or known < end:
             ends[a.node] = end
+
+
+def _as_own(held: tuple[NodeAllocation, ...], pod: NodeAllocation) -> bool:
+    """The pod is held as itself, on its own node (`PoolCapacity.held_anywhere`)."""
+    return len(held) == 1 and held[0] is pod
+
+
+def _as_held(r: Reservation, pods: tuple[NodeAllocation, ...]) -> Reservation:
+    held = dataclasses.replace(r, pods=pods)
+    object.__setattr__(held, "gpu_equivalent", r.gpu_equivalent)  # its size is its own, wherever held
+    return held
 
 
 def _not_seen(work, seen: frozenset[str]) -> tuple[NodeAllocation, ...]:

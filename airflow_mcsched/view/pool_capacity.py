@@ -97,9 +97,16 @@ class PoolCapacity:
             if i is not None:
                 into.setdefault(i, []).append(a)
 
-    def _apply(self, allocations: Iterable[NodeAllocation], give_back: bool, anywhere: bool = False) -> PoolCapacity:
+    def _apply(
+        self,
+        allocations: Iterable[NodeAllocation],
+        give_back: bool,
+        anywhere: bool = False,
+        held: list[tuple[NodeAllocation, ...]] | None = None,
+    ) -> PoolCapacity:
         """Change only the touched nodes and update the sums by difference; maxima are re-read only
-        when a node that held one went down (so taking from one node of a big pool stays cheap)."""
+        when a node that held one went down (so taking from one node of a big pool stays cheap).
+        `held` (with `anywhere`): each allocation's pieces as held, in order (`held_anywhere`)."""
         changed: dict[int, NodeCapacity] = {}
         if give_back:  # each node given back its pods at once (a node is made once, not per pod)
             ended: dict[int, list[NodeAllocation]] = {}
@@ -110,6 +117,8 @@ class PoolCapacity:
         for a in allocations:
             i = self.node_index.get(a.node)
             if i is None:  # the node left the pool (drained, deleted): nothing to hold there
+                if held is not None:
+                    held.append(())
                 continue
             node = changed.get(i) or self.nodes[i]
             if not anywhere:
@@ -117,12 +126,33 @@ class PoolCapacity:
                 continue
             here, rest = node.split(a)  # `a` itself when it fits
             changed[i] = node.take(here)
+            if held is None:
+                if rest is not None:
+                    self._spill(changed, rest, i)
+                continue
+            pieces = [here] if _anything(here) else []
             if rest is not None:
-                self._spill(changed, rest, i)
+                self._spill(changed, rest, i, pieces)
+            held.append(tuple(pieces))
         return self.with_nodes(changed)
 
-    def _spill(self, changed: dict[int, NodeCapacity], rest: NodeAllocation, full: int) -> None:
-        """Hold what node `full` had no room for on the pool's other nodes, the roomiest first.
+    def held_anywhere(self, allocations: Iterable[NodeAllocation]) -> tuple[tuple[NodeAllocation, ...], ...]:
+        """Where `take(allocations, anywhere=True)` holds each allocation: the pieces, named for their
+        nodes, in order (one allocation that fits its node is held as itself, the same object). What
+        stops a spilled reservation must give back these, not its own pods on its own node."""
+        held: list[tuple[NodeAllocation, ...]] = []
+        self._apply(allocations, give_back=False, anywhere=True, held=held)
+        return tuple(held)
+
+    def _spill(
+        self,
+        changed: dict[int, NodeCapacity],
+        rest: NodeAllocation,
+        full: int,
+        pieces: list[NodeAllocation] | None = None,
+    ) -> None:
+        """Hold what node `full` had no room for on the pool's other nodes, the roomiest first
+        (adding each piece held to `pieces`, when given).
 
         See `take(..., anywhere=True)`."""
         others = [j for j in range(len(self.nodes)) if j != full]
@@ -130,8 +160,10 @@ class PoolCapacity:
         for j in others:
             node = changed.get(j) or self.nodes[j]
             here, left = node.split(rest)
-            if here.gpus or here.gpu_milli or here.cpu_milli or here.memory_mib:
+            if _anything(here):
                 changed[j] = node.take(here)
+                if pieces is not None:
+                    pieces.append(here)
             if left is None:
                 return
             rest = left
@@ -216,3 +248,7 @@ class PoolCapacity:
     def give_back(self, allocations: Iterable[NodeAllocation]) -> PoolCapacity:
         """Capacity after these pods end."""
         return self._apply(allocations, give_back=True)
+
+
+def _anything(a: NodeAllocation) -> bool:
+    return bool(a.gpus or a.gpu_milli or a.cpu_milli or a.memory_mib)
