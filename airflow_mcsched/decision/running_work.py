@@ -68,10 +68,7 @@ class RunningWork:
         self.version = 0
         """Grows whenever work is added or removed anywhere during the cycle."""
         for r in (held or {}).values():
-            own = self._own.get(r.key)
-            if own is None:
-                own = self._own[r.key] = dict(base.in_pool(r.key))
-            own[r.id] = r
+            self._own_pool(r.key)[r.id] = r
             self._changing()[r.id] = r
             self._pool_versions[r.key] = 1  # not the base's work: nothing kept for the base's holds
 
@@ -87,6 +84,13 @@ class RunningWork:
             self._by_id = dict(self._by_id)
             self._by_id_own = True
         return self._by_id
+
+    def _own_pool(self, key: PoolKey) -> dict[str, Reservation]:
+        """The pool's work by id, the cycle's own copy (made on the first change, as `_changing`)."""
+        own = self._own.get(key)
+        if own is None:
+            own = self._own[key] = dict(self._base.in_pool(key))
+        return own
 
     @property
     def base(self) -> WorkBase:
@@ -109,9 +113,7 @@ class RunningWork:
         key = r.key
         versions = self._pool_versions
         versions[key] = versions.get(key, 0) + 1  # not a Counter: a missing key is a Python-level call
-        own = self._own.get(key)
-        if own is None:
-            own = self._own[key] = dict(self._base.in_pool(key))
+        own = self._own_pool(key)
         if step > 0:
             own[r.id] = r
         else:

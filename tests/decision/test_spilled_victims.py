@@ -10,11 +10,12 @@ work as held (`WorkBase.held`).
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 
 import pytest
 
-from airflow_mcsched.decision import decide
+from airflow_mcsched.decision import decide, plan_cache
 from airflow_mcsched.decision.outcome import Outcome
 from airflow_mcsched.decision.policy import DEFAULT_PRIORITY_CLASSES, Policy
 from airflow_mcsched.decision.work_base import WorkBase
@@ -123,10 +124,6 @@ def test_spilled_work_decides_as_the_same_work_given_where_it_is_held(seed):
     """However the reads spill unseen work, a cycle decides as it would if the caller had handed it
     that work already where the pool holds it (which spills nothing): the one gives back, stops and
     replays ends exactly where the other does."""
-    import random
-
-    from airflow_mcsched.decision import plan_cache
-
     view, work, queue = _random_case(random.Random(seed))
     held = WorkBase({r.id: r for r in work}).held(view)
     as_held = [held.get(r.id, r) for r in work]
@@ -140,8 +137,6 @@ def test_spilled_work_decides_as_the_same_work_given_where_it_is_held(seed):
 
 def test_some_random_cases_spill_and_preempt():
     """The random cases above reach what they are about: spilled work, and preemptions."""
-    import random
-
     spills = preempts = 0
     for seed in range(40):
         view, work, queue = _random_case(random.Random(seed))
