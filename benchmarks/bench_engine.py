@@ -293,23 +293,33 @@ def changed_views(
     Each view changes the benchmark's own reads, so a pool drawn for one view reads as first in the
     next. With `drift`, each changes the reads of the view before instead: the fleet drifts, as a
     live one does, and no pool reads again as it did (what a cycle kept of the first reads ages)."""
-    pools = [(o.cluster, node.pool) for o in observations for node in o.nodes]
-    pools = list(dict.fromkeys(pools))
     while True:
-        drawn = set(rng.sample(pools, len(pools) // 10))
-        changed = []
-        for o in observations:
-            nodes, done = list(o.nodes), set()
-            for i, node in enumerate(nodes):
-                key = (o.cluster, node.pool)
-                if key in drawn and key not in done:
-                    done.add(key)
-                    more = node.cpu_milli_requested + next(_reads_changed)
-                    nodes[i] = dataclasses.replace(node, cpu_milli_requested=more)
-            changed.append(dataclasses.replace(o, nodes=tuple(nodes)))
+        changed = changed_nodes(observations, rng, _more_cpu_in_use)
         yield build_view(profiles, changed, NOW)
         if drift:
             observations = changed
+
+
+def changed_nodes(
+    observations: list[ClusterObservation], rng: random.Random, change: Callable[[NodeObservation], NodeObservation]
+) -> list[ClusterObservation]:
+    """The reads with the first node of each of a tenth of the pools (drawn) changed by `change`."""
+    pools = list(dict.fromkeys((o.cluster, node.pool) for o in observations for node in o.nodes))
+    drawn = set(rng.sample(pools, max(1, len(pools) // 10)))
+    changed = []
+    for o in observations:
+        nodes, done = list(o.nodes), set()
+        for i, node in enumerate(nodes):
+            key = (o.cluster, node.pool)
+            if key in drawn and key not in done:
+                done.add(key)
+                nodes[i] = change(node)
+        changed.append(dataclasses.replace(o, nodes=tuple(nodes)))
+    return changed
+
+
+def _more_cpu_in_use(node: NodeObservation) -> NodeObservation:
+    return dataclasses.replace(node, cpu_milli_requested=node.cpu_milli_requested + next(_reads_changed))
 
 
 _reads_changed = iter(range(1, 10**9))  # each changed read differs from every read before it

@@ -6,7 +6,8 @@ same inputs give the same decisions. A request asked alone is a queue of one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -115,6 +116,10 @@ class AdmissionCycle:
                 reclaimed.append(_reclaim(r, view))
             else:
                 active[r.id] = r
+        # each reservation once: a second with the same id would hide what the first holds
+        lapsed = [x.reservation_id for x in reclaimed]
+        if len(active) + len(reclaimed) != len(reservations) or _repeated(lapsed, active):
+            _refuse_repeated("reservations", "reservation", [r.id for r in reservations], "pass each running one once")
         self.reclaimed = tuple(reclaimed)
         self.state = CycleState(view, active, policy, now, plugins)
         self.granted: list[Reservation] = []
@@ -127,6 +132,8 @@ class AdmissionCycle:
             quota = self.state.quota
             return quota.total_used(team) / quota.share(team, shares.get(team, 1.0))
 
+        if len({r.id for r in queue}) != len(queue):
+            _refuse_repeated("queue", "request", [r.id for r in queue], "give each pending request an id of its own")
         decisions = tuple(self.decide_one(r) for r in admission_order(queue, self.policy, use_against_share, self.now))
         return AdmissionResult(decisions, tuple(self.granted), self.reclaimed, tuple(self.preemptions))
 
@@ -297,6 +304,20 @@ def _parts_text(setup: Setup, ordinal: int, best: ScoredCandidate) -> str:
         static = setup.static_texts[ordinal] = explain.score_parts(best.parts[:n])
     dynamic = explain.score_parts(best.parts[n:])
     return f"{static}, {dynamic}" if static and dynamic else static or dynamic
+
+
+def _repeated(ids: list[str], also: Container[str]) -> bool:
+    """Some id is twice in `ids`, or also in `also`."""
+    return len(set(ids)) != len(ids) or any(i in also for i in ids)
+
+
+def _refuse_repeated(field: str, what: str, ids: list[str], fix: str) -> None:
+    """Raise for the ids that `ids` holds more than once: a grant is named after its request, and the
+    running work is indexed by id, so a second one with an id would be lost or hide the first."""
+    repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
+    shown = ", ".join(map(repr, repeated[:5])) + (f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
+    said = f"{what} id {shown} appears" if len(repeated) == 1 else f"{what} ids {shown} appear"
+    raise ValueError(f"{field}: {said} more than once; {fix}")
 
 
 def _reclaim(r: Reservation, view: GlobalView) -> ReclaimedLease:

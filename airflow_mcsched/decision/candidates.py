@@ -6,26 +6,32 @@ Two ways over the same verdicts:
   and stops as soon as the `want` best are certain: the usual cost of an admission is a handful of
   pools whatever the size of the fleet;
 - the full scan, used when nothing fits, judges every eligible pool so that the decision names a
-  reason for each.
+  reason for each; for a request whose verdicts read its demand and capacity alone, a scan kept
+  from an earlier cycle is taken again for every pool whose capacity object is the same, and only
+  the others are judged (`_rescan`: a long queue's waiting requests are scanned every cycle).
 
 Both read the same per-pool verdicts (`pool_judgement`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import is_, is_not, itemgetter
+from typing import cast
 
 from airflow_mcsched.decision.candidate_plan import CandidatePlan
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter
 from airflow_mcsched.decision.outcome import Rejection
-from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS
+from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS, MAX_LAST_SCANS
 from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, setup_for
 from airflow_mcsched.decision.pool_ranking import ranking_for, remember_start
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS
 from airflow_mcsched.decision.scores.base import Score
+from airflow_mcsched.view.pool_capacity import PoolCapacity
+from airflow_mcsched.view.snapshot import ClusterView, PoolView
 
 
 @dataclass(slots=True)
@@ -53,25 +59,32 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     """The `want` best feasible pools (best first), or, when none fits, every pool's rejection."""
     setup = setup_for(ctx, filters, scores)
     out = Evaluation(setup, setup.plan)
-    fits_nowhere = _fits_nowhere_key(ctx, setup)
-    if fits_nowhere is not None:
+    alike = _fits_nowhere_key(ctx, setup)
+    memory = ctx.cycle.memory
+    fits_nowhere = None
+    if alike is not None:
         # by the plan's lasting rejections too (which pools are eligible): requests of one demand have
         # many plans; the entry holds them, so their id stays their own
-        fits_nowhere = (fits_nowhere, ctx.cycle.capacity_state, id(setup.plan.rejections))
-        known = ctx.cycle.memory.fits_nowhere.get(fits_nowhere)
+        fits_nowhere = (alike, ctx.cycle.capacity_state, id(setup.plan.rejections))
+        known = memory.fits_nowhere.get(fits_nowhere)
         if known is not None and known[0] is setup.plan.rejections:
             out.judged = known[1]  # shared, read-only: admission works out its reason once
             return out
     ranking = ranking_for(ctx, setup)
     out.feasible = ranking.best(ctx, setup, want)
     remember_start(ctx, setup, ranking)
-    if not out.feasible:
+    if out.feasible:
+        return out
+    scan = None if alike is None else _rescan(ctx, setup, (alike, id(setup.plan)))
+    if scan is None:
         _scan(ctx, setup, out)
-        if fits_nowhere is not None and {r.reason for _, r in out.judged} <= CAPACITY_REASONS:
-            remembered = ctx.cycle.memory.fits_nowhere
-            if len(remembered) >= MAX_FIT_MEMOS:
-                remembered.clear()
-            remembered[fits_nowhere] = (setup.plan.rejections, tuple(out.judged))
+        return out
+    out.judged = scan.judged
+    if scan.capacity_only and fits_nowhere is not None:
+        remembered = memory.fits_nowhere
+        if len(remembered) >= MAX_FIT_MEMOS:
+            remembered.clear()
+        remembered[fits_nowhere] = (setup.plan.rejections, scan.judged)
     return out
 
 
@@ -99,24 +112,89 @@ def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
     assert isinstance(judged, list), "a scan records into its own evaluation, not a shared one"
     cluster_rejected: dict[str, bool] = {}
     live_filters = setup.by_cluster or setup.by_capacity  # else no check before the verdict's
-    memo = setup.memo
     for _, ordinal, cluster, pool, _ in setup.plan.eligible:
         if cluster_rejected.get(cluster.name):
             continue
         capacity = changed.get(ordinal) or overlay.capacity(pool)
         rejection = live_rejection(ctx, setup, cluster, pool, capacity, None) if live_filters else None
         if rejection is None:
-            # `exact`'s memo read here where it holds in any cycle (a request that waits on a full fleet
-            # scans a hundred pools or more, and most are rejections judged before)
-            known = memo.get((ordinal, id(capacity)))
-            if known is None or known[0] is not capacity or known[1] is None or known[3] is not None:
-                known = exact(ctx, setup, cluster, pool, capacity)
-            verdict = known[1][0]  # type: ignore[index]  # exact's: a verdict
-            if isinstance(verdict, Rejection):
-                rejection = (ordinal, verdict)
-            else:
-                rejection = live_rejection(ctx, setup, cluster, pool, capacity, verdict)
+            rejection = _fit_rejection(ctx, setup, cluster, pool, capacity)
         if rejection is not None:
             if rejection[1].pool is None:
                 cluster_rejected[cluster.name] = True
             judged.append(rejection)
+
+
+def _fit_rejection(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
+) -> tuple[int, Rejection] | None:
+    """A pool's rejection once the request's own checks passed: the fit verdict's, else (it fits) the
+    backfill head's; None when it fits and the head lets it."""
+    # `exact`'s memo read here where it holds in any cycle (a request that waits on a full fleet
+    # scans a hundred pools or more, and most are rejections judged before)
+    known = setup.memo.get((pool.ordinal, id(capacity)))
+    if known is None or known[0] is not capacity or known[1] is None or known[3] is not None:
+        known = exact(ctx, setup, cluster, pool, capacity)
+    verdict = known[1][0]  # type: ignore[index]  # exact's: a verdict
+    if isinstance(verdict, Rejection):
+        return pool.ordinal, verdict
+    return live_rejection(ctx, setup, cluster, pool, capacity, verdict)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingScan:
+    """A scan of a request with no live filter (`_fits_nowhere_key`) that every eligible pool
+    rejected: the plan's pools' fleet positions (in its order), the capacity object each was judged
+    on, and the rejections, one per pool in that order. Kept per demand and plan, the latest only
+    (`PlanMemory.last_scans`): the next scan of the same takes again each rejection whose pool still
+    has that capacity object, and judges only the others (`_rescan`)."""
+
+    plan: CandidatePlan
+    ordinals: tuple[int, ...]
+    capacities: tuple[PoolCapacity, ...]
+    judged: tuple[tuple[int, Rejection], ...]
+    capacity_only: bool
+    """Every rejection is for capacity (`CAPACITY_REASONS`): only such a scan is remembered."""
+
+
+def _rescan(ctx: RequestContext, setup: Setup, key: tuple) -> WaitingScan | None:
+    """`_scan` of a request with no live filter, from the last one of its demand and plan where it
+    was kept: a waiting request is scanned again every cycle, on a fleet where most pools keep their
+    capacity object from one cycle to the next (and its verdict with it: a pool's rejection then
+    reads the demand and its capacity alone). The capacity objects are compared in C (`map`,
+    `compress`), and only the pools whose object differs are judged. None when some pool fits
+    (`_scan` then records the rejections as usual)."""
+    plan = setup.plan
+    last_scans = ctx.cycle.memory.last_scans
+    previous = last_scans.get(key)
+    if previous is not None and previous.plan is not plan:
+        previous = None
+    ordinals = tuple(plan.by_ordinal) if previous is None else previous.ordinals
+    overlay = ctx.cycle.overlay
+    read = list(map(overlay.by_ordinal.get, ordinals))
+    n = len(ordinals)
+    by_ordinal = plan.by_ordinal
+    for i in compress(range(n), map(is_, read, repeat(None))):  # a deferred change not worked out yet
+        read[i] = overlay.capacity(by_ordinal[ordinals[i]][3])
+    capacities = cast(list[PoolCapacity], read)  # each None worked out above
+    if previous is None:
+        todo: Iterable[int] = range(n)
+        judged: list = [None] * n
+        capacity_only = True
+    else:
+        todo = list(compress(range(n), map(is_not, capacities, previous.capacities)))
+        judged = list(previous.judged)
+        capacity_only = previous.capacity_only
+    for i in todo:
+        _, _, cluster, pool, _ = by_ordinal[ordinals[i]]
+        rejection = _fit_rejection(ctx, setup, cluster, pool, capacities[i])
+        if rejection is None:
+            return None
+        judged[i] = rejection
+        capacity_only = capacity_only and rejection[1].reason in CAPACITY_REASONS
+    scan = WaitingScan(plan, ordinals, tuple(capacities), tuple(judged), capacity_only)
+    if capacity_only:
+        if len(last_scans) >= MAX_LAST_SCANS:
+            last_scans.clear()
+        last_scans[key] = scan
+    return scan

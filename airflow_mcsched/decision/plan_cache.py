@@ -39,6 +39,9 @@ MAX_CHANGED = 16384
 MAX_LASTING = 4096
 """Lasting verdicts and static score columns kept for one set of cluster verdicts (`SharedPlans.lasting`)."""
 MAX_FIT_MEMOS = 4096
+MAX_LAST_SCANS = 2048
+"""Waiting requests' last scans kept, by demand and plan (`PlanMemory.last_scans`): each holds a
+capacity object and a rejection per eligible pool."""
 MAX_STATES = 16
 MAX_VICTIM_CONTENTS = 4096
 """Pools and priorities whose victims' content a memory keeps (`PlanMemory.victims`)."""
@@ -122,6 +125,7 @@ class PlanMemory:
         "fit_memo",
         "fits_nowhere",
         "fruitless",
+        "last_scans",
         "plugins",
         "pool_ends",
         "preemptable",
@@ -147,6 +151,10 @@ class PlanMemory:
         they were judged in and the lasting rejections of their plan (candidates.py): kept across
         cycles, as that state's token is reached again by a cycle that changes what an earlier one
         changed."""
+        self.last_scans: dict[tuple[Hashable, int], Any] = {}
+        """The latest scan of a request that fits no pool, by demand and fit filters and the plan's
+        identity, with the capacity objects its pools were judged on (`candidates.WaitingScan`): the
+        next cycle's scan of the same judges again only the pools whose capacity object changed."""
         self.waiting_parts: dict[tuple[int, int], tuple] = {}
         """The reason, rejections and tally of those rejections with a plan's lasting ones, by the
         identity of both (admission.py)."""
@@ -199,6 +207,7 @@ class PlanMemory:
             memo.clear()
         for setup in setups:
             setup.forget_per_capacity()
+        self.last_scans.clear()  # they hold capacity objects too
         return True
 
     def changed(

@@ -131,12 +131,39 @@ def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes(monkeyp
     assert len(cycle.state.memory.fits_nowhere) == 2  # one walk per capacity state
     # the next cycle reaches the same capacity states: every request takes a walk kept from this one
     walks = []
-    walk = candidates._scan
-    monkeypatch.setattr(candidates, "_scan", lambda ctx, *a: walks.append(ctx.request.id) or walk(ctx, *a))
+    for name in ("_scan", "_rescan"):  # a walk of every pool, or again where capacity changed
+        walk = getattr(candidates, name)
+        monkeypatch.setattr(candidates, name, lambda ctx, *a, walk=walk: walks.append(ctx.request.id) or walk(ctx, *a))
     again = {d.request_id: d for d in AdmissionCycle(view, [], Policy(backfill=False), NOW).run(queue).decisions}
     assert walks == []
     assert again["r0"].rejections is second.rejections  # and the parts worked out from them
     assert [again[r.id] for r in queue] == [by_id[r.id] for r in queue]
+
+
+def test_a_request_waiting_again_judges_only_the_pools_whose_capacity_changed(monkeypatch):
+    """A request that fit nowhere is scanned again in the next cycle on a new read where one full
+    pool reads differently: the other pools' rejections are taken from the last scan (their capacity
+    objects are the same), that pool alone is judged again, and the decision is the one made with
+    nothing remembered."""
+    profile = cluster("a", pool("p1", "A100", nodes=1), pool("p2", "A100", nodes=1), pool("p3", "A100", nodes=1))
+    full = {"p1": [0], "p2": [0], "p3": [0]}
+    queue = [request("r", gpus=1)]
+    first = decide(view_of((profile, observe(profile, free=full))), queue, [], Policy(), NOW)
+    assert first.decisions[0].outcome is Outcome.WAITING
+    judged = []
+    judge = candidates._fit_rejection
+    monkeypatch.setattr(
+        candidates,
+        "_fit_rejection",
+        lambda ctx, setup, c, p, cap: judged.append(p.name) or judge(ctx, setup, c, p, cap),
+    )
+    moved = view_of((profile, observe(profile, free=full, cpu_free={"p2": [17]})))
+    again = decide(moved, queue, [], Policy(), NOW)
+    assert judged == ["p2"]
+    assert again.decisions[0].outcome is Outcome.WAITING
+    assert [r.pool for r in again.decisions[0].rejections] == ["p1", "p2", "p3"]
+    plan_cache.forget_all()
+    assert again == decide(moved, queue, [], Policy(), NOW)
 
 
 def test_requests_that_fit_nowhere_take_their_own_plans_lasting_rejections():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from airflow_mcsched.decision import Outcome, Reason, decide
 from tests.decision.fleet_factory import (
     DEFAULT_POLICY,
@@ -106,3 +108,32 @@ def test_queue_sees_what_earlier_requests_in_the_same_cycle_took():
 def test_reservation_on_a_pool_that_left_the_fleet_is_ignored_for_capacity():
     held = reservation("old", "gone", "gpu", "gone-gpu-0", gpus=8)
     assert decide_one(view_of(PROFILE), request(gpus=8), [held]).outcome is Outcome.ADMITTED
+
+
+def test_a_queue_naming_one_request_twice_is_refused_with_the_id():
+    """Its grants would share one reservation id, and the running work keeps one of them: the other's
+    GPUs would look free. The cycle refuses the queue instead, and names the id and the fix."""
+    queue = [request("r1", gpus=4), request("r2", gpus=1), request("r1", gpus=4)]
+    with pytest.raises(ValueError, match=r"^queue: request id 'r1' appears more than once; give each pending"):
+        decide(view_of(PROFILE), queue, [], DEFAULT_POLICY, NOW)
+
+
+@pytest.mark.parametrize(
+    "expires_in",
+    [(timedelta(hours=1), timedelta(hours=1)), (timedelta(hours=1), -timedelta(seconds=1))],
+    ids=["both running", "one lapsed"],
+)
+def test_running_work_naming_one_reservation_twice_is_refused_with_the_id(expires_in):
+    running = [
+        reservation("x", "a", "gpu", "a-gpu-0", gpus=4, expires_in=expires_in[0]),
+        reservation("y", "a", "gpu", "a-gpu-0", gpus=1),
+        reservation("x", "a", "gpu", "a-gpu-0", gpus=4, expires_in=expires_in[1]),
+    ]
+    with pytest.raises(ValueError, match=r"^reservations: reservation id 'rsv-x' appears more than once; pass"):
+        decide(view_of(PROFILE), [request(gpus=1)], running, DEFAULT_POLICY, NOW)
+
+
+def test_several_ids_named_twice_are_all_named():
+    queue = [request(name, gpus=1) for name in ("a", "b", "a", "b", "c")]
+    with pytest.raises(ValueError, match=r"request ids 'a', 'b' appear more than once"):
+        decide(view_of(PROFILE), queue, [], DEFAULT_POLICY, NOW)
