@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from airflow_mcsched.decision.outcome import Rejection
 from airflow_mcsched.decision.reasons import Reason
@@ -19,16 +19,19 @@ ReasonCounts = dict[Reason, tuple[int, int]]
 """Reason -> (how many, the fleet position of the first)."""
 
 _position = itemgetter(0)
+_rejection = itemgetter(1)
+_reason = attrgetter("reason")
 
 
 def count_reasons(positioned: Iterable[tuple[int, Rejection]]) -> ReasonCounts:
-    """The counts of (fleet position, rejection) pairs."""
-    many: Counter[Reason] = Counter()
-    first: dict[Reason, int] = {}
-    for position, rejection in sorted(positioned, key=_position, reverse=True):
-        reason = rejection.reason
-        many[reason] += 1
-        first[reason] = position  # the last written is the first in the fleet
+    """The counts of (fleet position, rejection) pairs.
+
+    Counted in C (`map`, `Counter`, `dict`): a waiting request has a rejection for most pools of the
+    fleet, and its pools judged in the cycle are counted every cycle it waits."""
+    last_first = sorted(positioned, key=_position, reverse=True)
+    reasons = list(map(_reason, map(_rejection, last_first)))
+    many = Counter(reasons)
+    first = dict(zip(reasons, map(_position, last_first), strict=True))  # the last written: the first in the fleet
     return {reason: (n, first[reason]) for reason, n in many.items()}
 
 
