@@ -301,11 +301,14 @@ def changed_views(
 
 
 def changed_nodes(
-    observations: list[ClusterObservation], rng: random.Random, change: Callable[[NodeObservation], NodeObservation]
+    observations: list[ClusterObservation],
+    rng: random.Random,
+    change: Callable[[NodeObservation], NodeObservation],
+    share: float = 0.1,
 ) -> list[ClusterObservation]:
-    """The reads with the first node of each of a tenth of the pools (drawn) changed by `change`."""
+    """The reads with the first node of each of a `share` of the pools (drawn) changed by `change`."""
     pools = list(dict.fromkeys((o.cluster, node.pool) for o in observations for node in o.nodes))
-    drawn = set(rng.sample(pools, max(1, len(pools) // 10)))
+    drawn = set(rng.sample(pools, max(1, round(len(pools) * share))))
     changed = []
     for o in observations:
         nodes, done = list(o.nodes), set()

@@ -12,9 +12,9 @@ one's inputs made from the last one's decisions:
 
 - the pods of granted work show in the capacity reads after a while (each cycle, 70 % of those not
   shown yet), and from then on the reads count what they use on their nodes;
-- other tenants' use changes on a tenth of the pools each cycle;
-- work ends at its expected end; leases are renewed, but 3 % are left to lapse (the engine
-  reclaims them); the victims of a preemption stop;
+- other tenants' use changes on a tenth of the pools each cycle (`--drift`);
+- work ends at its expected end; leases are renewed, but 3 % in two minutes are left to lapse
+  (the engine reclaims them); the victims of a preemption stop;
 - the queue keeps what waits and gets new requests, half all-different, half new runs of the
   benchmark's 50 DAG steps;
 - the clock moves on by `--step` seconds.
@@ -52,7 +52,7 @@ from benchmarks.bench_engine import NOW, TEAMS, changed_nodes, fleet_and_queues,
 SHOWN_PER_CYCLE = 0.7
 """The chance, each cycle, that a granted pod not shown yet shows in the reads."""
 LAPSED = 0.03
-"""The share of running leases left unrenewed each cycle."""
+"""The share of running leases left unrenewed in 120 s (a lease is renewed or not once per cycle)."""
 
 
 @dataclass
@@ -71,6 +71,8 @@ class LiveFleet:
     now: datetime = NOW
     cycle: int = 0
     new_per_cycle: int = 60
+    drift: float = 0.1
+    """The share of the pools where other tenants' use moves each cycle."""
     lapsed: set[str] = field(default_factory=set)
 
     def reads(self) -> list[ClusterObservation]:
@@ -100,17 +102,18 @@ class LiveFleet:
         self.queue = [q for q in self.queue if q.id not in admitted]
         self.now += step
         self.cycle += 1
+        lapse = 1 - (1 - LAPSED) ** (step.total_seconds() / 120)
         for rid, r in list(self.running.items()):
             if rid in stopped or r.expected_end <= self.now:
                 del self.running[rid]
                 self.shown.discard(rid)
             elif rid not in self.lapsed:
-                if rng.random() < LAPSED:
+                if rng.random() < lapse:
                     self.lapsed.add(rid)
                 else:
                     self.running[rid] = dataclasses.replace(r, expires_at=self.now + lease)
         self.shown.update(rid for rid in self.running if rid not in self.shown and rng.random() < SHOWN_PER_CYCLE)
-        self.others = _drifted(self.others, rng)
+        self.others = _drifted(self.others, rng, self.drift)
         self.queue += self._arrivals()
 
     def _arrivals(self) -> list[PlacementRequest]:
@@ -153,8 +156,8 @@ def _with_pods(node: NodeObservation, pods: Sequence[NodeAllocation]) -> NodeObs
     )
 
 
-def _drifted(reads: list[ClusterObservation], rng: random.Random) -> list[ClusterObservation]:
-    """Other tenants' use moved on one node of each of a tenth of the pools."""
+def _drifted(reads: list[ClusterObservation], rng: random.Random, share: float) -> list[ClusterObservation]:
+    """Other tenants' use moved on one node of each of a `share` of the pools."""
 
     def moved(node: NodeObservation) -> NodeObservation:
         used = rng.randint(0, node.gpus)
@@ -164,10 +167,10 @@ def _drifted(reads: list[ClusterObservation], rng: random.Random) -> list[Cluste
             cpu_milli_requested=rng.randint(0, 32) * 1000,
         )
 
-    return changed_nodes(reads, rng, moved)
+    return changed_nodes(reads, rng, moved, share)
 
 
-def live_fleet(clusters: int, seed: int, queue: int = 300, new_per_cycle: int = 60) -> LiveFleet:
+def live_fleet(clusters: int, seed: int, queue: int = 300, new_per_cycle: int = 60, drift: float = 0.1) -> LiveFleet:
     """The benchmark's fleet (`bench_engine.fleet_and_queues`) as the soak's first cycle sees it:
     its running work, the pods it reads as shown, and a queue of `queue` requests."""
     rng = random.Random(seed)
@@ -190,6 +193,7 @@ def live_fleet(clusters: int, seed: int, queue: int = 300, new_per_cycle: int = 
         steps=steps,
         rng=rng,
         new_per_cycle=new_per_cycle,
+        drift=drift,
     )
 
 
@@ -300,11 +304,12 @@ def main() -> None:
     parser.add_argument("--queue", type=int, default=300, help="requests in the first cycle's queue")
     parser.add_argument("--arrivals", type=int, default=60, help="new requests each cycle")
     parser.add_argument("--step", type=float, default=120.0, help="seconds from one cycle to the next")
+    parser.add_argument("--drift", type=float, default=0.1, help="share of the pools other tenants' use moves in")
     parser.add_argument(
         "--no-check", action="store_true", help="decide with the memory only: the CPU ms of a live fleet's cycles"
     )
     args = parser.parse_args()
-    fleet = live_fleet(args.clusters, args.seed, args.queue, args.arrivals)
+    fleet = live_fleet(args.clusters, args.seed, args.queue, args.arrivals, args.drift)
     seen: list[CycleFigures] = []
     try:
         for figures in soak(fleet, args.cycles, Policy(), timedelta(seconds=args.step), check=not args.no_check):
