@@ -40,7 +40,7 @@ class HeadReservation:
     `commit` records it.
     """
 
-    __slots__ = ("demand", "end", "future", "pool", "request_id", "start")
+    __slots__ = ("_allowed", "demand", "end", "future", "pool", "request_id", "start")
 
     def __init__(
         self,
@@ -57,6 +57,9 @@ class HeadReservation:
         self.demand = demand
         self.future = future
         self.end = end
+        self._allowed: dict[tuple[NodeAllocation, ...], bool] = {}
+        """`allows`' answers on `future` by the pods asked about: the requests of a long queue that
+        would run past the start ask about the same few placements again and again."""
 
     def _overlaps(self, pool: PoolView, start: datetime | None, end: datetime) -> bool:
         if pool.ordinal != self.pool.ordinal or end <= self.start:
@@ -69,13 +72,17 @@ class HeadReservation:
         """May work on `pods` from `start` (None = now) to `end` run without delaying this head?"""
         if not self._overlaps(pool, start, end):
             return True
-        return choose_nodes(self.future.take(pods), self.demand) is not None
+        allowed = self._allowed.get(pods)
+        if allowed is None:
+            allowed = self._allowed[pods] = choose_nodes(self.future.take(pods), self.demand) is not None
+        return allowed
 
     def commit(
         self, pool: PoolView, pods: tuple[NodeAllocation, ...], end: datetime, start: datetime | None = None
     ) -> None:
         if self._overlaps(pool, start, end):
             self.future = self.future.take(pods)
+            self._allowed = {}
 
     def explain(self) -> str:
         return (

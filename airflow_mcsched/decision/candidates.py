@@ -146,23 +146,30 @@ class WaitingScan:
     """A scan of a request with no live filter (`_fits_nowhere_key`) that every eligible pool
     rejected: the plan's pools' fleet positions (in its order), the capacity object each was judged
     on, and the rejections, one per pool in that order. Kept per demand and plan, the latest only
-    (`PlanMemory.last_scans`): the next scan of the same takes again each rejection whose pool still
-    has that capacity object, and judges only the others (`_rescan`)."""
+    (`PlanMemory.last_scans`): the next scan of the same takes again each rejection for capacity
+    whose pool still has that capacity object, and judges only the others (`_rescan`)."""
 
     plan: CandidatePlan
     ordinals: tuple[int, ...]
     capacities: tuple[PoolCapacity, ...]
     judged: tuple[tuple[int, Rejection], ...]
-    capacity_only: bool
-    """Every rejection is for capacity (`CAPACITY_REASONS`): only such a scan is remembered."""
+    rejudge: tuple[int, ...]
+    """Where (places in `ordinals`) the rejection is not for capacity: the pool fits, and a backfill
+    head keeps it. Such a rejection reads the cycle's heads, so every scan judges it again."""
+
+    @property
+    def capacity_only(self) -> bool:
+        """Every rejection is for capacity (`CAPACITY_REASONS`): requests alike share the scan in a
+        cycle that reaches the same capacity state (`PlanMemory.fits_nowhere`)."""
+        return not self.rejudge
 
 
 def _rescan(ctx: RequestContext, setup: Setup, key: tuple) -> WaitingScan | None:
-    """`_scan` of a request with no live filter, from the last one of its demand and plan where it
-    was kept: a waiting request is scanned again every cycle, on a fleet where most pools keep their
-    capacity object from one cycle to the next (and its verdict with it: a pool's rejection then
-    reads the demand and its capacity alone). The capacity objects are compared in C (`map`,
-    `compress`), and only the pools whose object differs are judged. None when some pool fits
+    """`_scan` of a request with no live filter, from the last one of its demand and plan: a waiting
+    request is scanned again every cycle, on a fleet where most pools keep their capacity object
+    from one cycle to the next, and a rejection for capacity with it (it reads the demand and the
+    capacity alone). The capacity objects are compared in C (`map`, `compress`), and only the pools
+    whose object differs, or whose rejection named a head, are judged. None when some pool fits
     (`_scan` then records the rejections as usual)."""
     plan = setup.plan
     last_scans = ctx.cycle.memory.last_scans
@@ -180,21 +187,21 @@ def _rescan(ctx: RequestContext, setup: Setup, key: tuple) -> WaitingScan | None
     if previous is None:
         todo: Iterable[int] = range(n)
         judged: list = [None] * n
-        capacity_only = True
     else:
-        todo = list(compress(range(n), map(is_not, capacities, previous.capacities)))
+        changed = compress(range(n), map(is_not, capacities, previous.capacities))
+        todo = sorted({*changed, *previous.rejudge}) if previous.rejudge else list(changed)
         judged = list(previous.judged)
-        capacity_only = previous.capacity_only
+    rejudge = []
     for i in todo:
         _, _, cluster, pool, _ = by_ordinal[ordinals[i]]
         rejection = _fit_rejection(ctx, setup, cluster, pool, capacities[i])
         if rejection is None:
             return None
         judged[i] = rejection
-        capacity_only = capacity_only and rejection[1].reason in CAPACITY_REASONS
-    scan = WaitingScan(plan, ordinals, tuple(capacities), tuple(judged), capacity_only)
-    if capacity_only:
-        if len(last_scans) >= MAX_LAST_SCANS:
-            last_scans.clear()
-        last_scans[key] = scan
+        if rejection[1].reason not in CAPACITY_REASONS:
+            rejudge.append(i)
+    scan = WaitingScan(plan, ordinals, tuple(capacities), tuple(judged), tuple(rejudge))
+    if len(last_scans) >= MAX_LAST_SCANS:
+        last_scans.clear()
+    last_scans[key] = scan
     return scan

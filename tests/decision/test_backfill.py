@@ -7,6 +7,9 @@ from datetime import timedelta
 import pytest
 
 from airflow_mcsched.decision import Outcome, Policy, Reason, decide
+from airflow_mcsched.decision.backfill import HeadReservation
+from airflow_mcsched.decision.demand import Demand
+from airflow_mcsched.view.allocation import NodeAllocation
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
 
 HOUR = timedelta(hours=1)
@@ -315,3 +318,17 @@ def test_holds_made_from_work_kept_sorted_across_cycles_are_those_of_a_fresh_eng
         assert kept == fresh, seed
         held_later += sum("Expected to start" in text for text in kept[1:])
     assert held_later >= 6  # holds made while work was past its end, or after some ended
+
+
+def test_a_head_answers_again_once_a_placement_is_committed_before_its_start():
+    """A head remembers its answers by the pods asked about, until a commit changes the room it
+    expects at its start: the same pods are then judged again."""
+    view = view_of(cluster("a", pool("gpu", nodes=1)))
+    gpu = view.pools[0]
+    held = HeadReservation("head", gpu, NOW + HOUR, Demand(1, 6, 0, 1000, 1024), gpu.capacity, NOW + 2 * HOUR)
+    two = (NodeAllocation("a-gpu-0", 2, 0, 1000, 1024),)
+    runs_past_start = NOW + 3 * HOUR
+    assert held.allows(gpu, two, runs_past_start)  # 8 free at the start: 6 stay for the head
+    held.commit(gpu, (NodeAllocation("a-gpu-0", 2, 0, 1000, 1024, (7, 6)),), runs_past_start)
+    assert not held.allows(gpu, two, runs_past_start)  # 6 free at the start: 4 would stay
+    assert held.allows(gpu, two, NOW + HOUR)  # ends by the start: no question
