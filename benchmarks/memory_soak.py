@@ -227,15 +227,8 @@ class MemoryChangedADecision(AssertionError):
 def with_nothing_remembered(*args, **kwargs) -> AdmissionResult:
     """`decide(...)` with the engine's memory set aside, and put back after: a cycle decided afresh
     that leaves what the kept cycles remember as it was."""
-    kept_entries = dict(plan_cache._entries)
-    kept_values = dict(plan_cache._policy_values)
-    plan_cache.forget_all()
-    try:
+    with plan_cache.set_aside():
         return decide(*args, **kwargs)
-    finally:
-        plan_cache.forget_all()
-        plan_cache._entries.update(kept_entries)
-        plan_cache._policy_values.update(kept_values)
 
 
 def first_difference(fresh: AdmissionResult, kept: AdmissionResult) -> str | None:

@@ -19,7 +19,8 @@ bounded whatever the caller does.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Any, Protocol
 
@@ -336,6 +337,23 @@ def plan_memory(view: GlobalView, policy: object, plugins: object) -> PlanMemory
                 memories.clear()
             memory = memories[memory_key] = PlanMemory(view, plugins)
         return memory
+
+
+@contextmanager
+def set_aside() -> Iterator[None]:
+    """Decide inside with nothing remembered, and find the memory as it was after: a check that
+    decides each cycle both ways (benchmarks/memory_soak.py) leaves the kept cycles' memory alone."""
+    with _lock:
+        entries, values = dict(_entries), dict(_policy_values)
+    forget_all()
+    try:
+        yield
+    finally:
+        with _lock:
+            _entries.clear()
+            _entries.update(entries)
+            _policy_values.clear()
+            _policy_values.update(values)
 
 
 def forget_all() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -50,6 +51,13 @@ class Reservation:
         # no generator: one reservation per admission
         object.__setattr__(self, "gpu_equivalent", sum(map(_gpu_equivalent, self.pods)))
         object.__setattr__(self, "key", (self.cluster, self.pool))
+
+    def held_as(self, pods: tuple[NodeAllocation, ...]) -> Reservation:
+        """This reservation read where its pool holds it (`WorkBase.held`: pods no read shows yet,
+        spilled to other nodes): the same grant on those pods, its size (quota, cost) its own."""
+        held = dataclasses.replace(self, pods=pods)
+        object.__setattr__(held, "gpu_equivalent", self.gpu_equivalent)
+        return held
 
     @property
     def nodes(self) -> tuple[str, ...]:

@@ -15,7 +15,6 @@ same for every caller); a cycle's own grants and evictions are `RunningWork`'s, 
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import datetime
@@ -167,7 +166,7 @@ class WorkBase:
                     continue
                 mine, at = held[at : at + len(r.pods)], at + len(r.pods)
                 if not all(_as_own(h, a) for h, a in zip(mine, r.pods, strict=True)):
-                    moved[r.id] = _as_held(r, tuple(p for h in mine for p in h))
+                    moved[r.id] = r.held_as(tuple(p for h in mine for p in h))
         self._held = (unseen, moved)
         return moved
 
@@ -249,12 +248,6 @@ def later(ends: dict[str, datetime], r: Reservation) -> None:
 def _as_own(held: tuple[NodeAllocation, ...], pod: NodeAllocation) -> bool:
     """The pod is held as itself, on its own node (`PoolCapacity.held_anywhere`)."""
     return len(held) == 1 and held[0] is pod
-
-
-def _as_held(r: Reservation, pods: tuple[NodeAllocation, ...]) -> Reservation:
-    held = dataclasses.replace(r, pods=pods)
-    object.__setattr__(held, "gpu_equivalent", r.gpu_equivalent)  # its size is its own, wherever held
-    return held
 
 
 def _not_seen(work, seen: frozenset[str]) -> tuple[NodeAllocation, ...]:
