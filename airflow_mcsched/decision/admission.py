@@ -257,28 +257,68 @@ class AdmissionCycle:
             expected_start=expected_start,
         )
 
-    def _waiting_parts(self, evaluation: Evaluation) -> tuple[Reason, tuple[Rejection, ...], str]:
+    def _waiting_parts(self, evaluation: Evaluation) -> _Parts:
         """Why a request waits, its rejections in fleet order and their tally; worked out once for
         the requests that share one set of rejections (see `candidates.evaluate`), in a cycle and in
         the cycles after it that reach the same capacity state."""
         judged = evaluation.judged
         shared = isinstance(judged, tuple)
         lasting = evaluation.plan.rejections
+        remembered = self.state.memory.waiting_parts
         if shared:
-            known = self.state.memory.waiting_parts.get((id(judged), id(lasting)))
+            known = remembered.get((id(judged), id(lasting)))
             if known is not None and known[0] is judged and known[1] is lasting:
                 return known[2]
-        # lasting rejections never say more than "no feasible", so the reason reads the live ones
-        rejections = evaluation.rejections
-        tally = reason_tally.tally(evaluation.setup.lasting_counts(), reason_tally.count_reasons(judged))
-        parts = (waiting_reason([r for _, r in judged]), rejections, tally)
+        before = evaluation.before
+        earlier = None if before is None else remembered.get((id(before), id(lasting)))
+        if earlier is not None and earlier[0] is before and earlier[1] is lasting:
+            parts, counts = _parts_again(evaluation, earlier[2], earlier[3])
+        else:
+            # lasting rejections never say more than "no feasible", so the reason reads the live ones
+            counts = reason_tally.count_reasons(judged)
+            tally = reason_tally.tally(evaluation.setup.lasting_counts(), counts)
+            parts = (waiting_reason([r for _, r in judged]), evaluation.rejections, tally)
         if shared:
-            remembered = self.state.memory.waiting_parts
             if len(remembered) >= MAX_FIT_MEMOS:
                 remembered.clear()
             # by both: plans of no eligible pool share one empty `judged`; held, so the ids stay theirs
-            remembered[(id(judged), id(lasting))] = (judged, lasting, parts)
+            remembered[(id(judged), id(lasting))] = (judged, lasting, parts, counts)
         return parts
+
+
+_Parts = tuple[Reason, tuple[Rejection, ...], str]
+"""A waiting request's reason, rejections in fleet order and tally (`_waiting_parts`)."""
+
+
+def _parts_again(
+    evaluation: Evaluation, earlier: _Parts, counts: reason_tally.ReasonCounts
+) -> tuple[_Parts, reason_tally.ReasonCounts]:
+    """`_waiting_parts` of a scan taken again (`Evaluation.before`), with its judged rejections'
+    counts, from those of the one before (`counts` are its): its rejections with the pools judged
+    again put in their places; the same reason and tally while every such pool is rejected for the
+    reason it was before (they read the reasons alone), else the counts moved from the old reasons
+    to the new ones (`reason_tally.recounted`).
+
+    A waiting request is scanned again every cycle, and only the pools whose capacity changed are
+    judged; merging and counting a few hundred rejections anew for each scan was most of the cost of
+    wording its decision."""
+    reason, rejections, tally = earlier
+    before, judged = evaluation.before, evaluation.judged
+    assert before is not None, "only a scan taken again has one before"
+    places = evaluation.plan.waiting_places()
+    merged = list(rejections)
+    moved = []
+    for i in evaluation.rejudged:
+        position, rejection = judged[i]
+        merged[places[position]] = rejection
+        was = before[i][1].reason
+        if rejection.reason is not was:
+            moved.append((position, was, rejection.reason))
+    if not moved:
+        return (reason, tuple(merged), tally), counts
+    counts = reason_tally.recounted(counts, moved) or reason_tally.count_reasons(judged)
+    tally = reason_tally.tally(evaluation.setup.lasting_counts(), counts)
+    return (waiting_reason([r for _, r in judged]), tuple(merged), tally), counts
 
 
 def _summary(setup: Setup, ordinal: int, best: ScoredCandidate, runners_up: tuple[ScoredCandidate, ...]) -> str:

@@ -59,6 +59,18 @@ class CandidatePlan:
     by_ordinal: dict[int, Eligible] = field(default_factory=dict, compare=False, repr=False)
     start_order: tuple[tuple[float, int, int], ...] = field(default=(), compare=False, repr=False)
     """Each eligible pool at its most optimistic total, best first (as a ranking pops them)."""
+    _waiting_places: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def waiting_places(self) -> dict[int, int]:
+        """Each eligible pool's place, by its fleet position, in the rejections of a request that no
+        eligible pool takes (the lasting ones and one per eligible pool, in fleet order): where a
+        waiting request's rejection of the pool goes when only some were judged again
+        (admission.py). Worked out the first time a request of the plan waits twice."""
+        places = self._waiting_places
+        if not places:
+            positions = sorted([*(p for p, _ in self.rejections), *self.by_ordinal])
+            places.update({p: i for i, p in enumerate(positions)})
+        return places
 
 
 def _first_rejection(ctx: RequestContext, filters: Sequence[Filter], cluster: ClusterView) -> Rejection | None:

@@ -15,7 +15,7 @@ Both read the same per-pool verdicts (`pool_judgement`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_, is_not, itemgetter
@@ -40,6 +40,10 @@ class Evaluation:
     plan: CandidatePlan
     feasible: list[Feasible] = field(default_factory=list)
     judged: list[tuple[int, Rejection]] | tuple[tuple[int, Rejection], ...] = field(default_factory=list)
+    before: tuple[tuple[int, Rejection], ...] | None = None
+    """When `judged` is a scan taken again (`_rescan`): the one it was taken from, the same but at
+    the places in `rejudged`, which were judged again (admission.py words it from the one before)."""
+    rejudged: Sequence[int] = ()
 
     @property
     def rejections(self) -> tuple[Rejection, ...]:
@@ -56,7 +60,14 @@ _rejection = itemgetter(1)
 
 
 def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Score], want: int = 1) -> Evaluation:
-    """The `want` best feasible pools (best first), or, when none fits, every pool's rejection."""
+    """The `want` best feasible pools (best first), or, when none fits, every pool's rejection.
+
+    A request with no live filter whose demand and plan fit no pool when last scanned (it, or one
+    alike, waited) is scanned again first: only the pools whose capacity changed are judged, and
+    when none takes it, it waits without a ranking, which for a request that fits nowhere walks
+    every eligible pool not known to be full. The ranking is asked only when some pool takes it.
+    Either way finds a pool when one fits and the backfill heads allow it, so the outcome is the same.
+    """
     setup = setup_for(ctx, filters, scores)
     out = Evaluation(setup, setup.plan)
     alike = _fits_nowhere_key(ctx, setup)
@@ -70,22 +81,33 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
         if known is not None and known[0] is setup.plan.rejections:
             out.judged = known[1]  # shared, read-only: admission works out its reason once
             return out
+        last = memory.last_scans.get((alike, id(setup.plan)))
+        if last is not None and last.plan is setup.plan:
+            scan = _rescan(ctx, setup, (alike, id(setup.plan)), out)
+            if scan is not None:
+                _share(ctx, setup, scan, fits_nowhere)
+                return out
     ranking = ranking_for(ctx, setup)
     out.feasible = ranking.best(ctx, setup, want)
     remember_start(ctx, setup, ranking)
     if out.feasible:
         return out
-    scan = None if alike is None else _rescan(ctx, setup, (alike, id(setup.plan)))
+    scan = None if alike is None else _rescan(ctx, setup, (alike, id(setup.plan)), out)
     if scan is None:
         _scan(ctx, setup, out)
         return out
-    out.judged = scan.judged
+    _share(ctx, setup, scan, fits_nowhere)
+    return out
+
+
+def _share(ctx: RequestContext, setup: Setup, scan: WaitingScan, fits_nowhere: tuple | None) -> None:
+    """Later requests alike in this cycle's capacity state take this scan's rejections
+    (`_fits_nowhere_key`), when they are all for capacity (a head's reads the cycle's heads)."""
     if scan.capacity_only and fits_nowhere is not None:
-        remembered = memory.fits_nowhere
+        remembered = ctx.cycle.memory.fits_nowhere
         if len(remembered) >= MAX_FIT_MEMOS:
             remembered.clear()
         remembered[fits_nowhere] = (setup.plan.rejections, scan.judged)
-    return out
 
 
 def _fits_nowhere_key(ctx: RequestContext, setup: Setup) -> tuple | None:
@@ -164,13 +186,14 @@ class WaitingScan:
         return not self.rejudge
 
 
-def _rescan(ctx: RequestContext, setup: Setup, key: tuple) -> WaitingScan | None:
+def _rescan(ctx: RequestContext, setup: Setup, key: tuple, out: Evaluation) -> WaitingScan | None:
     """`_scan` of a request with no live filter, from the last one of its demand and plan: a waiting
     request is scanned again every cycle, on a fleet where most pools keep their capacity object
     from one cycle to the next, and a rejection for capacity with it (it reads the demand and the
     capacity alone). The capacity objects are compared in C (`map`, `compress`), and only the pools
     whose object differs, or whose rejection named a head, are judged. None when some pool fits
-    (`_scan` then records the rejections as usual)."""
+    (`_scan` then records the rejections as usual); else the scan, recorded in `out` with the one
+    it was taken from and the places judged again."""
     plan = setup.plan
     last_scans = ctx.cycle.memory.last_scans
     previous = last_scans.get(key)
@@ -185,7 +208,7 @@ def _rescan(ctx: RequestContext, setup: Setup, key: tuple) -> WaitingScan | None
         read[i] = overlay.capacity(by_ordinal[ordinals[i]][3])
     capacities = cast(list[PoolCapacity], read)  # each None worked out above
     if previous is None:
-        todo: Iterable[int] = range(n)
+        todo: Sequence[int] = range(n)
         judged: list = [None] * n
     else:
         changed = compress(range(n), map(is_not, capacities, previous.capacities))
@@ -201,6 +224,9 @@ def _rescan(ctx: RequestContext, setup: Setup, key: tuple) -> WaitingScan | None
         if rejection[1].reason not in CAPACITY_REASONS:
             rejudge.append(i)
     scan = WaitingScan(plan, ordinals, tuple(capacities), tuple(judged), tuple(rejudge))
+    out.judged = scan.judged
+    if previous is not None:
+        out.before, out.rejudged = previous.judged, todo
     if len(last_scans) >= MAX_LAST_SCANS:
         last_scans.clear()
     last_scans[key] = scan

@@ -158,7 +158,7 @@ class PlanMemory:
         next cycle's scan of the same judges again only the pools whose capacity object changed."""
         self.waiting_parts: dict[tuple[int, int], tuple] = {}
         """The reason, rejections and tally of those rejections with a plan's lasting ones, by the
-        identity of both (admission.py)."""
+        identity of both, with the counts of the rejections judged (admission.py)."""
         self.preemptable: dict[int, tuple[Any, list]] = {}
         """The pools such a shared walk rules out for capacity or quota alone, by its identity
         (preemption.py)."""

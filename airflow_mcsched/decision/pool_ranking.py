@@ -46,19 +46,22 @@ starts with a copy of each, and most of a plan's pools are never judged."""
 
 class RankingStart:
     """Where later rankings of one plan and demand start from: the pools a ranking had judged by the
-    end of its first use, each with the capacity object it was judged on and whether it was ruled out.
+    end of its first use, each with the capacity object it was judged on, and those it ruled out.
 
     Kept with the view's shared plans (`remember_start`). The ranking state it stands for is worked
     out on the first reuse, not when the start is kept (a first cycle on a fleet reuses few of its
-    starts), and then kept: each refined pool at its bound in any cycle for a setup with per-cycle
-    scores, at its optimistic value (an exact total when one is known) for another. Neither reads
-    the cycle, so both hold in any later cycle on a pool whose capacity is still the object judged.
+    starts, and a start most of whose pools changed capacity since is not used at all), and then
+    kept: each refined pool at its bound in any cycle for a setup with per-cycle scores, at its
+    optimistic value (an exact total when one is known) for another. Neither reads the cycle, so
+    both hold in any later cycle on a pool whose capacity is still the object judged.
     """
 
-    __slots__ = ("_judged", "_state", "capacity_state")
+    __slots__ = ("_ruled_out", "_state", "capacity_state", "judged_on")
 
-    def __init__(self, judged: dict[int, tuple[bool, PoolCapacity]], capacity_state: object) -> None:
-        self._judged = judged
+    def __init__(self, judged_on: dict[int, PoolCapacity], ruled_out: set[int], capacity_state: object) -> None:
+        self.judged_on = judged_on
+        """The judged pools' fleet positions, each with the capacity object it was judged on."""
+        self._ruled_out = ruled_out
         self._state: _State | None = None
         self.capacity_state = capacity_state
         """The cycle's capacity objects when the pools were judged (`CycleState.capacity_state`): a
@@ -70,11 +73,11 @@ class RankingStart:
             static = plan.by_ordinal
             value = bound_in_any_cycle if setup.per_cycle_at else optimistic
             level: dict[int, int] = {}
-            judged_on: dict[int, PoolCapacity] = {}
+            judged_on, ruled_out = self.judged_on, self._ruled_out
             refined = []
-            for ordinal, (ruled_out, capacity) in self._judged.items():
-                judged_on[ordinal] = capacity
-                v = -1.0 if ruled_out else value(ctx, setup, static[ordinal][2], static[ordinal][3], capacity)
+            for ordinal, capacity in judged_on.items():
+                _, _, cluster, pool, _ = static[ordinal]
+                v = -1.0 if ordinal in ruled_out else value(ctx, setup, cluster, pool, capacity)
                 if v < 0:  # ruled out, or known since not to fit: out until its capacity changes
                     level[ordinal] = _INFEASIBLE
                 else:
@@ -128,10 +131,11 @@ class PoolRanking:
         """Start from `start`, and return True; pools whose capacity object differs by now go back in
         as `_refresh` puts them. When most do (a new capacity read), return False: starting
         afresh then costs less than putting each back, and the start is out of date."""
-        order, version, level, judged_on = start.state(ctx, setup)
-        stale = [] if start.capacity_state is ctx.cycle.capacity_state else self._stale(overlay, judged_on.items())
-        if 2 * len(stale) > len(judged_on):
+        judged = start.judged_on
+        stale = [] if start.capacity_state is ctx.cycle.capacity_state else self._stale(overlay, judged.items())
+        if 2 * len(stale) > len(judged):
             return False
+        order, version, level, judged_on = start.state(ctx, setup)
         self._order, self._version, self._level = order, dict(version), dict(level)
         self._judged_on = dict(judged_on)
         self._refresh(ctx, setup, stale)
@@ -173,8 +177,8 @@ class PoolRanking:
         """Where a ranking of the same plan and demand in a later cycle starts from: the pools judged
         so far, on the cycle's capacity objects that `capacity_state` stands for."""
         level = self._level
-        judged = {o: (level.get(o) == _INFEASIBLE, c) for o, c in self._judged_on.items()}
-        return RankingStart(judged, capacity_state)
+        ruled_out = {o for o, at in level.items() if at == _INFEASIBLE}
+        return RankingStart(dict(self._judged_on), ruled_out, capacity_state)
 
     def _sync(self, ctx: RequestContext, setup: Setup, overlay: CapacityOverlay) -> None:
         """Refined pools whose capacity changed since the last use go back in (`_refresh`): of those

@@ -451,7 +451,7 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     quota_may_help = _quota_reclaim_possible(ctx)
     stopping = cycle.running.stopping_for(ctx.request.id)
     memo = _search_memo(ctx, quota_may_help or bool(stopping))
-    pools = _preemptable_pools(ctx, evaluation.judged)
+    pools = _preemptable_pools(ctx, evaluation)
     if memo is None:
         best = _best_plan(ctx, pools, None, stopping or quota_may_help)
     else:
@@ -463,15 +463,37 @@ def plan_preemption(ctx: RequestContext, evaluation: Evaluation) -> PreemptionPl
     return PreemptionPlan(best.pool, best.pods, victims, best.stopping)
 
 
-def _preemptable_pools(ctx: RequestContext, judged: Sequence[tuple[int, Rejection]]) -> list[PoolView]:
-    """The pools `judged` rules out for want of capacity or quota alone (a whole cluster ruled out,
-    pool None, never is), in its order. Kept in the view's memory with a walk that requests share
-    (a tuple: `candidates.evaluate`), which the same requests take again in later cycles: on a full
-    fleet each waiting request went over a hundred rejections or more to find them, every cycle.
-    The pools may be another view's of the same layout, as a plan's are (the overlay finds a
-    pool's capacity by its key)."""
+def _preemptable_pools(ctx: RequestContext, evaluation: Evaluation) -> list[PoolView]:
+    """The pools the evaluation's walk rules out for want of capacity or quota alone (a whole cluster
+    ruled out, pool None, never is), in its order. Kept in the view's memory with a walk that
+    requests share (a tuple: `candidates.evaluate`), which the same requests take again in later
+    cycles: on a full fleet each waiting request went over a hundred rejections or more to find
+    them, every cycle. The pools may be another view's of the same layout, as a plan's are (the
+    overlay finds a pool's capacity by its key)."""
+    judged = evaluation.judged
     if isinstance(judged, tuple):
-        return held(ctx.cycle.memory.preemptable, judged, MAX_FIT_MEMOS, partial(_ruled_out_for_room, ctx))
+        return held(ctx.cycle.memory.preemptable, judged, MAX_FIT_MEMOS, partial(_ruled_out_again, ctx, evaluation))
+    return _ruled_out_for_room(ctx, judged)
+
+
+def _ruled_out_again(
+    ctx: RequestContext, evaluation: Evaluation, judged: Sequence[tuple[int, Rejection]]
+) -> list[PoolView]:
+    """`_ruled_out_for_room` of a scan taken again (`Evaluation.before`): the pools of the one before
+    while each pool judged again is ruled out for room, or not, as it was (a waiting request is
+    scanned again every cycle, and only some pools are judged again)."""
+    before = evaluation.before
+    if before is not None:
+        known = ctx.cycle.memory.preemptable.get(id(before))
+        if (
+            known is not None
+            and known[0] is before
+            and all(
+                (judged[i][1].reason in PREEMPTABLE) is (before[i][1].reason in PREEMPTABLE)
+                for i in evaluation.rejudged
+            )
+        ):
+            return known[1]
     return _ruled_out_for_room(ctx, judged)
 
 

@@ -35,6 +35,24 @@ def count_reasons(positioned: Iterable[tuple[int, Rejection]]) -> ReasonCounts:
     return {reason: (n, first[reason]) for reason, n in many.items()}
 
 
+def recounted(counts: ReasonCounts, moved: Iterable[tuple[int, Reason, Reason]]) -> ReasonCounts | None:
+    """`counts` with each (fleet position, reason before, reason now) counted under its new reason;
+    None when a reason loses the position it was first at (the next first is not known: count
+    again). A waiting request's pools judged again in a cycle are few, and most keep their reason."""
+    counts = dict(counts)
+    for position, was, now in moved:
+        n, first = counts[was]
+        if n == 1:
+            del counts[was]
+        elif first == position:
+            return None
+        else:
+            counts[was] = (n - 1, first)
+        known = counts.get(now)
+        counts[now] = (1, position) if known is None else (known[0] + 1, min(known[1], position))
+    return counts
+
+
 def tally(*parts: ReasonCounts) -> str:
     """The tally of the rejections counted in `parts` together."""
     merged: ReasonCounts = {}

@@ -157,22 +157,39 @@ class NodeCapacity:
 
     def give_back_all(self, allocations: Iterable[NodeAllocation]) -> NodeCapacity:
         """Capacity after all of `allocations` end: `give_back` of each in turn, made as one node
-        (work that ends at one instant often holds several pods on one node)."""
+        (work that ends at one instant often holds several pods on one node).
+
+        Inlined for pods that name their GPUs (every pod the engine places does), and the node made
+        without `of`'s walk where its GPUs are at most whole: a backfill head's replay gives back
+        a node for every end it passes, thousands a cycle on a busy fleet."""
         free = list(self.gpu_milli_free)
+        n = len(free)
         cpu, cpu_top = self.cpu_milli_free, self.cpu_milli_allocatable
         mem, mem_top = self.memory_mib_free, self.memory_mib_allocatable
         for a in allocations:
-            _give_back_gpus(free, a)
-            cpu = max(0, min(cpu_top, cpu + a.cpu_milli))  # each step as `of` would leave it
-            mem = max(0, min(mem_top, mem + a.memory_mib))
-        return NodeCapacity.of(
-            self.name,
-            tuple(free),
-            cpu,
-            mem,
-            self.cpu_milli_allocatable,
-            self.memory_mib_allocatable,
-        )
+            indices = a.gpu_indices
+            if indices and max(indices) < n:  # to its named GPUs, as `_give_back_gpus` gives them
+                back = a.gpu_milli or MILLI_PER_GPU
+                for i in indices:
+                    m = free[i] + back
+                    free[i] = m if m < MILLI_PER_GPU else MILLI_PER_GPU
+            elif a.gpus or a.gpu_milli:
+                _give_back_gpus(free, a)
+            # each step as `of` would leave it
+            cpu += a.cpu_milli
+            if cpu > cpu_top:
+                cpu = cpu_top
+            if cpu < 0:
+                cpu = 0
+            mem += a.memory_mib
+            if mem > mem_top:
+                mem = mem_top
+            if mem < 0:
+                mem = 0
+        largest = max(free, default=0)
+        if largest > MILLI_PER_GPU or largest < 0:  # a read of more than a whole GPU: as `of` counts it
+            return NodeCapacity.of(self.name, tuple(free), cpu, mem, cpu_top, mem_top)
+        return NodeCapacity(self.name, tuple(free), cpu, mem, cpu_top, mem_top, free.count(MILLI_PER_GPU), largest)
 
 
 def _give_back_gpus(free: list[int], a: NodeAllocation) -> None:

@@ -22,8 +22,22 @@ from datetime import timedelta
 
 import pytest
 
-from airflow_mcsched.decision import Outcome, Policy, backfill, candidates, decide, plan_cache, preemption
-from airflow_mcsched.decision.admission import AdmissionCycle
+from airflow_mcsched.decision import (
+    Outcome,
+    Policy,
+    admission,
+    backfill,
+    candidates,
+    decide,
+    plan_cache,
+    pool_ranking,
+    preemption,
+)
+from airflow_mcsched.decision.admission import DEFAULT_PLUGINS, AdmissionCycle
+from airflow_mcsched.decision.context import RequestContext
+from airflow_mcsched.decision.cycle_state import CycleState
+from airflow_mcsched.decision.demand import Demand
+from airflow_mcsched.decision.reasons import Reason
 from tests.decision.fleet_factory import NOW, cluster, observe, pool, request, reservation, view_of
 from tests.decision.test_plan_cache import POLICIES, random_queue, random_running, random_view
 
@@ -164,6 +178,104 @@ def test_a_request_waiting_again_judges_only_the_pools_whose_capacity_changed(mo
     assert [r.pool for r in again.decisions[0].rejections] == ["p1", "p2", "p3"]
     plan_cache.forget_all()
     assert again == decide(moved, queue, [], Policy(), NOW)
+
+
+def test_a_request_waiting_again_is_worded_from_its_last_scan_with_the_pools_judged_again_in_place(monkeypatch):
+    """A waiting request's rejections and tally are made from its last cycle's where only some pools
+    were judged again: each such pool's rejection goes in its place in fleet order (after a lasting
+    rejection of another GPU type, which shifts the places), and the tally is counted again only
+    when a reason changed. Each cycle's decision is the one made with nothing remembered."""
+    profile = cluster(
+        "a",
+        pool("p1", "A100", nodes=1),
+        pool("odd", "H100", nodes=1),
+        pool("p2", "A100", nodes=1),
+        pool("p3", "A100", nodes=1),
+    )
+    queue = [request("r", gpus=1, cpu=4, gpu_types=("A100",))]
+    full = {"p1": [0], "p2": [0], "p3": [0]}
+    worded = []
+    again = admission._parts_again
+    monkeypatch.setattr(admission, "_parts_again", lambda e, *earlier: worded.append(e.rejudged) or again(e, *earlier))
+    reads = [
+        observe(profile, free=full),  # every A100 pool full
+        observe(profile, free={**full, "p2": [1]}, cpu_free={"p2": [2]}),  # p2: GPU free, too little CPU
+        observe(profile, free={**full, "p2": [1]}, cpu_free={"p2": [3]}),  # p2: the same reason, another figure
+    ]
+    decisions = []
+    for read in reads:
+        view = view_of((profile, read))
+        kept = decide(view, queue, [], Policy(), NOW)
+        with plan_cache.set_aside():
+            assert kept == decide(view, queue, [], Policy(), NOW)
+        decisions.append(kept.decisions[0])
+    assert worded == [[1], [1]]  # p2 alone: the second eligible pool, the third rejection
+    first, changed, same_reason = decisions
+    assert [r.pool for r in changed.rejections] == ["p1", "odd", "p2", "p3"]
+    assert changed.rejections[2].reason is Reason.INSUFFICIENT_CPU
+    assert changed.rejections[2].message.endswith("the most free on one node is 2")
+    assert same_reason.rejections[2].message.endswith("the most free on one node is 3")
+    assert [r.reason for r in same_reason.rejections] == [r.reason for r in changed.rejections]
+    assert "1 x InsufficientCpu" in changed.summary and "1 x InsufficientCpu" not in first.summary
+
+
+def test_a_ranking_start_whose_pools_mostly_changed_capacity_is_left_without_working_out_its_order(monkeypatch):
+    """A later cycle's ranking starts from where the last one left off when its pools kept their
+    capacity objects; on a read where every pool it judged reads differently it starts afresh, and
+    the kept start's order (a sort of the plan's pools) is not worked out at all."""
+    profile = cluster("a", pool("p1", nodes=1), pool("p2", nodes=1), pool("p3", nodes=1))
+    queue = [request("r", gpus=1)]
+    worked_out = []
+    state = pool_ranking.RankingStart.state
+    monkeypatch.setattr(
+        pool_ranking.RankingStart,
+        "state",
+        lambda start, ctx, setup: worked_out.append(start) or state(start, ctx, setup),
+    )
+    view = view_of((profile, observe(profile)))
+    decide(view, queue, [], Policy(), NOW)
+    decide(view, queue, [], Policy(), NOW)  # the same capacity: starts where the first left off
+    assert len(worked_out) == 1
+    moved = view_of((profile, observe(profile, cpu_free={"p1": [17], "p2": [17], "p3": [17]})))
+    kept = decide(moved, queue, [], Policy(), NOW)
+    assert len(worked_out) == 1
+    assert kept.decisions[0].outcome is Outcome.ADMITTED
+    with plan_cache.set_aside():
+        assert kept == decide(moved, queue, [], Policy(), NOW)
+
+
+def test_pools_to_search_for_work_to_stop_are_taken_again_only_while_each_is_ruled_out_as_before():
+    """A waiting request's pools ruled out for room are kept with its scan; its next scan takes them
+    again only where each pool judged again is ruled out for room (or not) as before: here one
+    comes to fit, and a backfill head holds it, which no preemption in it can help."""
+    profile = cluster("a", pool("p1", nodes=1), pool("p2", nodes=1))
+    r = request("r", gpus=1, expected_duration=timedelta(hours=4))
+    full = view_of((profile, observe(profile, free={"p1": [0], "p2": [0]})))
+    first = CycleState(full, {}, Policy(), NOW, DEFAULT_PLUGINS)
+    ctx = RequestContext.of(r, 0, first)
+    waited = candidates.evaluate(ctx, DEFAULT_PLUGINS.filters, DEFAULT_PLUGINS.scores, want=4)
+    assert [p.name for p in preemption._preemptable_pools(ctx, waited)] == ["p1", "p2"]
+
+    freed = view_of((profile, observe(profile, free={"p1": [0], "p2": [8]})))
+    second = CycleState(freed, {}, Policy(), NOW, DEFAULT_PLUGINS)
+    p2 = freed.pools_by_key[("a", "p2")]
+    big = request("big", gpus=8)
+    head = backfill.HeadReservation("big", p2, NOW + timedelta(minutes=1), Demand.of(big), second.overlay.capacity(p2))
+    second.head = backfill.HeldRoom([head])
+    ctx = RequestContext.of(r, 0, second)
+    again = candidates.evaluate(ctx, DEFAULT_PLUGINS.filters, DEFAULT_PLUGINS.scores, want=4)
+    assert again.before is waited.judged and list(again.rejudged) == [1]
+    assert [x.reason for _, x in again.judged] == [Reason.INSUFFICIENT_FREE_GPUS, Reason.WAITING_BEHIND_HEAD]
+    ruled_out = preemption._preemptable_pools(ctx, again)
+    assert [p.name for p in ruled_out] == ["p1"]
+
+    moved = view_of((profile, observe(profile, free={"p1": [0], "p2": [8]}, cpu_free={"p1": [17]})))
+    third = CycleState(moved, {}, Policy(), NOW, DEFAULT_PLUGINS)
+    third.head = backfill.HeldRoom([head])
+    ctx = RequestContext.of(r, 0, third)
+    later = candidates.evaluate(ctx, DEFAULT_PLUGINS.filters, DEFAULT_PLUGINS.scores, want=4)
+    assert list(later.rejudged) == [0, 1]  # p1's capacity changed; p2 names a head, judged every time
+    assert preemption._preemptable_pools(ctx, later) is ruled_out  # each ruled out as before: taken again
 
 
 def test_requests_that_fit_nowhere_take_their_own_plans_lasting_rejections():

@@ -10,7 +10,7 @@ import pytest
 
 from airflow_mcsched.decision.explain import rejection_tally
 from airflow_mcsched.decision.outcome import Rejection
-from airflow_mcsched.decision.reason_tally import count_reasons, tally
+from airflow_mcsched.decision.reason_tally import count_reasons, recounted, tally
 from airflow_mcsched.decision.reasons import Reason
 
 
@@ -53,3 +53,33 @@ def test_a_tie_across_the_parts_goes_to_the_reason_met_first_in_the_fleet():
         (1, Rejection("a", "p", Reason.QUOTA_EXCEEDED, "m")),
     ]
     assert tally(count_reasons(lasting), count_reasons(judged)) == "2 x QuotaExceeded, 2 x NoRdma"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_counts_moved_to_new_reasons_are_the_counts_of_the_rejections_as_they_are_now(seed):
+    """Some pools judged again, each now rejected for a reason of its own: the counts moved from the
+    old reasons to the new ones are those counted afresh, or None when a reason loses the pool it
+    was first met at."""
+    rng = random.Random(seed)
+    reasons = rng.sample(list(Reason), rng.randint(2, 5))
+    positions = rng.sample(range(300), rng.randint(2, 60))
+    before = [(p, Rejection(f"c{p}", "pool", rng.choice(reasons), "m")) for p in positions]
+    now = list(before)
+    moved = []
+    for i in rng.sample(range(len(before)), rng.randint(1, min(5, len(before)))):
+        position, rejection = before[i]
+        reason = rng.choice([r for r in reasons if r is not rejection.reason])
+        now[i] = (position, Rejection(rejection.cluster, "pool", reason, "m"))
+        moved.append((position, rejection.reason, reason))
+    counts = recounted(count_reasons(before), moved)
+    if counts is None:  # only when a reason moved away from its first pool and is met again later
+        assert any(count_reasons(before)[was][1] == p and count_reasons(before)[was][0] > 1 for p, was, _ in moved)
+    else:
+        assert counts == count_reasons(now)
+
+
+def test_counts_moved_name_a_reason_first_met_at_a_pool_judged_again():
+    """A pool earlier in the fleet than any other of its new reason is where that reason is first met."""
+    before = [(1, Rejection("a", "p", Reason.NO_RDMA, "m")), (4, Rejection("b", "p", Reason.INSUFFICIENT_CPU, "m"))]
+    counts = recounted(count_reasons(before), [(1, Reason.NO_RDMA, Reason.INSUFFICIENT_CPU)])
+    assert counts == {Reason.INSUFFICIENT_CPU: (2, 1)}

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from airflow_mcsched.view import FreeGpuHistogram, NodeAllocation, NodeCapacity, PoolCapacity
+from airflow_mcsched.view.node_capacity import _give_back_gpus
 
 
 def node(name: str, free: tuple[int, ...], cpu: int = 64_000, mem: int = 262_144) -> NodeCapacity:
@@ -63,6 +64,44 @@ def test_taken_anywhere_a_pod_that_fits_its_node_stays_there_and_a_share_moves_w
 def test_give_back_never_exceeds_what_the_node_has():
     n = node("n", (1000,), cpu=64_000)
     assert n.give_back(NodeAllocation("n", cpu_milli=4000)).cpu_milli_free == 64_000
+
+
+def _given_back_one_by_one(n: NodeCapacity, pods: list[NodeAllocation]) -> NodeCapacity:
+    """What `give_back_all` promises, worked out the plain way: each pod's GPUs by the general rule,
+    CPU and memory capped at each step, the node's aggregates counted by `of`."""
+    free = list(n.gpu_milli_free)
+    cpu, mem = n.cpu_milli_free, n.memory_mib_free
+    for a in pods:
+        _give_back_gpus(free, a)
+        cpu = max(0, min(n.cpu_milli_allocatable, cpu + a.cpu_milli))
+        mem = max(0, min(n.memory_mib_allocatable, mem + a.memory_mib))
+    return NodeCapacity.of(n.name, tuple(free), cpu, mem, n.cpu_milli_allocatable, n.memory_mib_allocatable)
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_giving_back_several_pods_at_once_is_giving_them_back_one_by_one(seed):
+    """Pods naming their GPUs (as the engine places them), naming GPUs the node lacks, naming none,
+    and shares, on nodes read with shares, whole GPUs, and more than a whole GPU on one."""
+    rng = random.Random(seed)
+    gpus = rng.choice([0, 1, 4, 8])
+    free = tuple(rng.choice([0, 0, 100, 250, 500, 1000, 1200 if seed % 7 == 0 else 1000]) for _ in range(gpus))
+    n = NodeCapacity.of("n", free, rng.randint(0, 64_000), rng.randint(0, 262_144), 64_000, 262_144)
+    pods = []
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.choice(["named", "named", "unnamed", "share", "share", "cpu", "outside"])
+        cpu, mem = rng.randint(0, 40_000), rng.randint(0, 200_000)
+        if kind == "named" and gpus:
+            named = tuple(sorted(rng.sample(range(gpus), rng.randint(1, gpus))))
+            pods.append(NodeAllocation("n", len(named), 0, cpu, mem, named))
+        elif kind == "share" and gpus:
+            pods.append(NodeAllocation("n", 0, 250, cpu, mem, rng.choice([(), (rng.randrange(gpus),)])))
+        elif kind == "outside":
+            pods.append(NodeAllocation("n", 1, 0, cpu, mem, (gpus,)))  # a GPU this node does not have
+        elif kind == "unnamed" and gpus:
+            pods.append(NodeAllocation("n", rng.randint(1, gpus), 0, cpu, mem))
+        else:
+            pods.append(NodeAllocation("n", 0, 0, cpu, mem))
+    assert n.give_back_all(pods) == _given_back_one_by_one(n, pods)
 
 
 @pytest.mark.parametrize(
