@@ -66,6 +66,8 @@ class PerCapacity(Protocol):
     alike in demand and dynamic scores, and what it alone keeps."""
 
     memo: dict
+    verdicts: dict
+    """Fit verdicts, shared by the setups alike in demand."""
 
     def remembered(self) -> int: ...
 
@@ -201,6 +203,7 @@ class PlanMemory:
         setups: list[PerCapacity] = [s for shared in self._shared.values() for s in shared.setups.values()]
         memos: dict[int, dict] = {id(m): m for m in self.fit_memo.values()}
         memos.update((id(s.memo), s.memo) for s in setups)  # a memo dropped from `fit_memo` a setup still uses
+        memos.update((id(s.verdicts), s.verdicts) for s in setups)
         memos.update((id(m), m) for m in self.fruitless.values())
         if sum(map(len, memos.values())) + sum(s.remembered() for s in setups) <= MAX_PER_CAPACITY:
             return False
@@ -264,7 +267,8 @@ class PlanMemory:
         return get_or_make(self._clocks, clock, MAX_CLOCKS, judge)
 
     def fit_memo_for(self, key: Hashable) -> dict[tuple[int, int], tuple]:
-        """Fit verdicts of one demand (and its dynamic scores) by pool and capacity object."""
+        """Fit verdicts of one demand (and its dynamic scores, or its fit filters alone: the
+        verdicts without scores) by pool and capacity object."""
         return get_or_make(self.fit_memo, key, MAX_FIT_MEMOS, dict)
 
     def fruitless_searches(self, key: Hashable) -> dict[int, tuple]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import cast
+from typing import TypeVar, cast
 
 from airflow_mcsched.decision.candidate_plan import CandidatePlan, plan_candidates, shared_plans
 from airflow_mcsched.decision.context import RequestContext
@@ -27,6 +27,8 @@ from airflow_mcsched.decision.scores.base import Score
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import ClusterView, PoolView
+
+_V = TypeVar("_V")
 
 MAX_REMEMBERED = 16384
 """Verdicts remembered per demand before starting afresh (each holds its capacity object)."""
@@ -68,6 +70,11 @@ class Setup:
     by_capacity: list[Filter]
     fit_filters: list[Filter]
     memo: dict[tuple[int, int], Entry]
+    verdicts: dict[tuple[int, int], tuple[PoolCapacity, tuple[NodeAllocation, ...] | Rejection]]
+    """Each pool's fit verdict by fleet position and capacity object, with the object: the first fit
+    filter's rejection or the nodes chosen. They read the demand and the capacity alone, so every
+    setup of the demand shares them (`_verdict`), whatever its scores: a queue's requests of one shape
+    differ in duration and weights, and judged the same pools each."""
     dynamic_key: tuple
     """Demand, and the dynamic scores with their weights and signatures: what a memo entry's weighted
     sums and verdict depend on besides the pool (setups alike in it share their memo)."""
@@ -134,6 +141,7 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
         by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
         fit_filters=[f for f in live if f.fit],
         memo=ctx.cycle.memory.fit_memo_for(dynamic_key),
+        verdicts=ctx.cycle.memory.fit_memo_for(("verdicts", ctx.demand, tuple(f for f in live if f.fit))),
         dynamic_key=dynamic_key,
         ranking_key=(id(plan), dynamic_key),
         per_cycle_at=tuple(i for i, (s, _) in enumerate(dynamic) if s.per_cycle),
@@ -141,17 +149,12 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
 
 
 def _judged(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity) -> Entry:
-    """The memo entry of a pool not judged on this capacity before: the first fit filter's
-    rejection, or the node chooser's answer, the dynamic score values and their weighted sum
-    (with per-cycle values, their stamp and their bound in any cycle)."""
-    for f in setup.fit_filters:
-        message = f.check(ctx, cluster, pool, capacity)
-        if message is not None:
-            return (capacity, (Rejection(cluster.name, pool.name, f.reason, message), None), 0.0, None, None)
-    pods = choose_nodes(capacity, ctx.demand)
-    if pods is None:
-        reason, message = why_no_node(capacity, ctx.demand)
-        return (capacity, (Rejection(cluster.name, pool.name, reason, message), None), 0.0, None, None)
+    """The memo entry of a pool not judged on this capacity before: the fit verdict's rejection
+    (`_verdict`), or the nodes chosen, the dynamic score values and their weighted sum (with
+    per-cycle values, their stamp and their bound in any cycle)."""
+    pods = _verdict(ctx, setup, cluster, pool, capacity)
+    if isinstance(pods, Rejection):
+        return (capacity, (pods, None), 0.0, None, None)
     dynamic = setup.plan.dynamic_scores
     values = tuple([s.measure(ctx, cluster, pool, capacity, pods) for s, _ in dynamic])
     if not setup.per_cycle_at:
@@ -164,6 +167,41 @@ def _judged(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolV
     for i in setup.per_cycle_at:
         most[i] = dynamic[i][0].upper_bound(ctx, cluster, pool, capacity)
     return (capacity, (pods, values), weighted(values, dynamic), stamp, weighted(most, dynamic))
+
+
+def _verdict(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
+) -> tuple[NodeAllocation, ...] | Rejection:
+    """The first fit filter's rejection, or the node chooser's answer (its rejection when no node
+    fits), kept with every setup of the demand (`Setup.verdicts`)."""
+    key = (pool.ordinal, id(capacity))
+    known = setup.verdicts.get(key)
+    if known is not None and known[0] is capacity:
+        return known[1]
+    verdict = _fit_filters_rejection(ctx, setup, cluster, pool, capacity) or choose_nodes(capacity, ctx.demand)
+    if verdict is None:
+        reason, message = why_no_node(capacity, ctx.demand)
+        verdict = Rejection(cluster.name, pool.name, reason, message)
+    _remember(setup.verdicts, key, (capacity, verdict))
+    return verdict
+
+
+def _fit_filters_rejection(
+    ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
+) -> Rejection | None:
+    for f in setup.fit_filters:
+        message = f.check(ctx, cluster, pool, capacity)
+        if message is not None:
+            return Rejection(cluster.name, pool.name, f.reason, message)
+    return None
+
+
+def _known_rejection(setup: Setup, pool: PoolView, capacity: PoolCapacity) -> Rejection | None:
+    """The pool's rejection on this capacity when a setup of the demand judged it already."""
+    known = setup.verdicts.get((pool.ordinal, id(capacity)))
+    if known is not None and known[0] is capacity and isinstance(known[1], Rejection):
+        return known[1]
+    return None
 
 
 def _stamp(
@@ -210,7 +248,7 @@ def _restamped(
     return entry
 
 
-def _remember(memo: dict[tuple[int, int], Entry], key: tuple[int, int], entry: Entry) -> None:
+def _remember(memo: dict[tuple[int, int], _V], key: tuple[int, int], entry: _V) -> None:
     if len(memo) >= MAX_REMEMBERED:
         memo.clear()
     memo[key] = entry
@@ -255,6 +293,10 @@ def optimistic(
             if stamp is not stamps[0] and stamp is not stamps[1]:  # another cycle's: one measure makes it this one's
                 return _restamped(ctx, setup, cluster, pool, capacity, known)[2]
         return known[2]
+    rejection = _known_rejection(setup, pool, capacity)
+    if rejection is not None:  # judged for another setup of the demand: no bound to work out
+        _remember(setup.memo, (pool.ordinal, id(capacity)), (capacity, (rejection, None), 0.0, None, None))
+        return -1.0
     return _bound(ctx, setup, cluster, pool, capacity)
 
 

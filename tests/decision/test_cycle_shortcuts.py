@@ -30,6 +30,7 @@ from airflow_mcsched.decision import (
     candidates,
     decide,
     plan_cache,
+    pool_judgement,
     pool_ranking,
     preemption,
 )
@@ -276,6 +277,32 @@ def test_pools_to_search_for_work_to_stop_are_taken_again_only_while_each_is_rul
     later = candidates.evaluate(ctx, DEFAULT_PLUGINS.filters, DEFAULT_PLUGINS.scores, want=4)
     assert list(later.rejudged) == [0, 1]  # p1's capacity changed; p2 names a head, judged every time
     assert preemption._preemptable_pools(ctx, later) is ruled_out  # each ruled out as before: taken again
+
+
+def test_requests_of_one_demand_with_other_scores_share_the_pools_fit_verdicts(monkeypatch):
+    """Two requests of one shape and different durations are scored apart (`whole_nodes` reads the
+    duration), but whether a pool takes them, and on which nodes, reads the shape and the capacity
+    alone: the second judges again only the pool the first was granted in."""
+    profile = cluster("a", *(pool(f"p{i}", nodes=2) for i in range(4)))
+    view = view_of((profile, observe(profile, free={f"p{i}": [2, 1] for i in range(4)})))
+    queue = [
+        request("short", gpus=1, expected_duration=timedelta(hours=1), arrival=NOW - timedelta(seconds=2)),
+        request("long", gpus=1, expected_duration=timedelta(hours=4), arrival=NOW - timedelta(seconds=1)),
+    ]
+    judged: dict[str, set[str]] = {"short": set(), "long": set()}
+    check = pool_judgement._fit_filters_rejection
+    monkeypatch.setattr(
+        pool_judgement,
+        "_fit_filters_rejection",
+        lambda ctx, setup, c, p, cap: judged[ctx.request.id].add(p.name) or check(ctx, setup, c, p, cap),
+    )
+    kept = decide(view, queue, [], Policy(), NOW)
+    first = kept.decisions[0]
+    assert first.request_id == "short" and first.outcome is Outcome.ADMITTED
+    assert len(judged["short"]) >= 2
+    assert judged["long"] <= {first.placement.pool}
+    with plan_cache.set_aside():
+        assert kept == decide(view, queue, [], Policy(), NOW)
 
 
 def test_requests_that_fit_nowhere_take_their_own_plans_lasting_rejections():
