@@ -138,6 +138,11 @@ def main() -> None:
         f"{', a new read and new requests each cycle' if args.newqueue else ''}: "
         f"{(three - one) / 2 / 1e6:.0f} M instructions per cycle"
     )
+    # the engine measured is the one Python imports: the installed package unless PYTHONPATH names
+    # another tree (running this from another tree's folder does not change it)
+    import airflow_mcsched
+
+    print(f"engine measured: {os.path.dirname(airflow_mcsched.__file__)}")
 
 
 def _fleet(queue_kind: str) -> tuple:
