@@ -84,9 +84,10 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
         if known is not None and known[0] is setup.plan.rejections:
             out.judged = known[1]  # shared, read-only: admission works out its reason once
             return out
-        last = memory.last_scans.get((alike, id(setup.plan)))
+        scan_key = (alike, id(setup.plan))  # where its last scan is kept (`_rescan`)
+        last = memory.last_scans.get(scan_key)
         if last is not None and last.plan is setup.plan:
-            scan = _rescan(ctx, setup, (alike, id(setup.plan)), out)
+            scan = _rescan(ctx, setup, scan_key, out)
             if scan is not None:
                 _share(ctx, setup, scan, fits_nowhere)
                 return out
@@ -126,7 +127,7 @@ def _fits_nowhere_key(ctx: RequestContext, setup: Setup) -> tuple | None:
     """
     if setup.by_cluster or setup.by_capacity:
         return None  # quota, reserved GPUs, spread groups: verdicts of the team, priority or group
-    return (ctx.demand, tuple(setup.fit_filters))
+    return setup.fit_key
 
 
 def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:

@@ -36,6 +36,9 @@ MAX_REMEMBERED = 16384
 Verdict = tuple[tuple[NodeAllocation, ...] | Rejection, tuple[float, ...] | None]
 """(pods on chosen nodes, dynamic score values) or (rejection, None)."""
 
+FitVerdict = tuple[NodeAllocation, ...] | Rejection
+"""Whether a pool takes a demand: the nodes chosen, or why not (`_verdict`)."""
+
 Entry = tuple[PoolCapacity, Verdict | None, float, "WorkStamp | ClockStamp | None", float | None]
 """A memo entry: (the capacity object judged, the verdict or None for a bound only, the weighted sum
 of the dynamic values or their bound, and for a fit with per-cycle values the stamp it holds for and
@@ -69,8 +72,11 @@ class Setup:
     by_cluster: list[Filter]
     by_capacity: list[Filter]
     fit_filters: list[Filter]
+    fit_key: tuple
+    """The demand and its fit filters: all that a pool's fit verdict reads besides the pool's
+    capacity (`verdicts`; requests that fit nowhere share their walks by it, candidates.py)."""
     memo: dict[tuple[int, int], Entry]
-    verdicts: dict[tuple[int, int], tuple[PoolCapacity, tuple[NodeAllocation, ...] | Rejection]]
+    verdicts: dict[tuple[int, int], tuple[PoolCapacity, FitVerdict]]
     """Each pool's fit verdict by fleet position and capacity object, with the object: the first fit
     filter's rejection or the nodes chosen. They read the demand and the capacity alone, so every
     setup of the demand shares them (`_verdict`), whatever its scores: a queue's requests of one shape
@@ -135,13 +141,16 @@ def _new_setup(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[
     dynamic = plan.dynamic_scores
     # the weights are in the keys: a memo entry holds weighted sums as well as the verdict
     dynamic_key = (ctx.demand, tuple((s, w, s.signature(ctx)) for s, w in dynamic))
+    fit_filters = [f for f in live if f.fit]
+    fit_key = (ctx.demand, tuple(fit_filters))
     return Setup(
         plan=plan,
         by_cluster=[f for f in live if f.scope is Scope.CLUSTER],
         by_capacity=[f for f in live if f.scope is not Scope.CLUSTER and not f.fit],
-        fit_filters=[f for f in live if f.fit],
+        fit_filters=fit_filters,
+        fit_key=fit_key,
         memo=ctx.cycle.memory.fit_memo_for(dynamic_key),
-        verdicts=ctx.cycle.memory.fit_memo_for(("verdicts", ctx.demand, tuple(f for f in live if f.fit))),
+        verdicts=ctx.cycle.memory.fit_memo_for(("verdicts", fit_key)),
         dynamic_key=dynamic_key,
         ranking_key=(id(plan), dynamic_key),
         per_cycle_at=tuple(i for i, (s, _) in enumerate(dynamic) if s.per_cycle),
@@ -171,18 +180,17 @@ def _judged(ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolV
 
 def _verdict(
     ctx: RequestContext, setup: Setup, cluster: ClusterView, pool: PoolView, capacity: PoolCapacity
-) -> tuple[NodeAllocation, ...] | Rejection:
+) -> FitVerdict:
     """The first fit filter's rejection, or the node chooser's answer (its rejection when no node
     fits), kept with every setup of the demand (`Setup.verdicts`)."""
-    key = (pool.ordinal, id(capacity))
-    known = setup.verdicts.get(key)
-    if known is not None and known[0] is capacity:
-        return known[1]
+    known = _kept_verdict(setup, pool, capacity)
+    if known is not None:
+        return known
     verdict = _fit_filters_rejection(ctx, setup, cluster, pool, capacity) or choose_nodes(capacity, ctx.demand)
     if verdict is None:
         reason, message = why_no_node(capacity, ctx.demand)
         verdict = Rejection(cluster.name, pool.name, reason, message)
-    _remember(setup.verdicts, key, (capacity, verdict))
+    _remember(setup.verdicts, (pool.ordinal, id(capacity)), (capacity, verdict))
     return verdict
 
 
@@ -196,12 +204,10 @@ def _fit_filters_rejection(
     return None
 
 
-def _known_rejection(setup: Setup, pool: PoolView, capacity: PoolCapacity) -> Rejection | None:
-    """The pool's rejection on this capacity when a setup of the demand judged it already."""
+def _kept_verdict(setup: Setup, pool: PoolView, capacity: PoolCapacity) -> FitVerdict | None:
+    """The pool's fit verdict on this capacity when a setup of the demand judged it already."""
     known = setup.verdicts.get((pool.ordinal, id(capacity)))
-    if known is not None and known[0] is capacity and isinstance(known[1], Rejection):
-        return known[1]
-    return None
+    return known[1] if known is not None and known[0] is capacity else None
 
 
 def _stamp(
@@ -293,8 +299,8 @@ def optimistic(
             if stamp is not stamps[0] and stamp is not stamps[1]:  # another cycle's: one measure makes it this one's
                 return _restamped(ctx, setup, cluster, pool, capacity, known)[2]
         return known[2]
-    rejection = _known_rejection(setup, pool, capacity)
-    if rejection is not None:  # judged for another setup of the demand: no bound to work out
+    rejection = _kept_verdict(setup, pool, capacity)
+    if isinstance(rejection, Rejection):  # judged for another setup of the demand: no bound to work out
         _remember(setup.memo, (pool.ordinal, id(capacity)), (capacity, (rejection, None), 0.0, None, None))
         return -1.0
     return _bound(ctx, setup, cluster, pool, capacity)
