@@ -200,7 +200,7 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
     static = tuple((s, w) for s, w in active if not s.dynamic)
     static_keys = tuple((s, s.signature(ctx)) for s, _ in static)
     plan_key = ("plan", lasting_key, static_keys, tuple(active))
-    plan = cache.get(plan_key)
+    plan = cache.get(plan_key) or shared.from_older("plans", plan_key)
     if plan is not None:
         return plan  # type: ignore[return-value]
     verdicts = lasting_cache.get(lasting_key)

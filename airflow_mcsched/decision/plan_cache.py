@@ -9,7 +9,7 @@ verdicts, rankings, and the capacity left by reservations whose pods the view do
 Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
 
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
-readings, `MAX_PLANS` plans and `MAX_LASTING` verdicts and columns, `MAX_CHANGED` capacities (and
+readings, `MAX_PLANS` plans (in two generations) and `MAX_LASTING` verdicts and columns, `MAX_CHANGED` capacities (and
 as many capacity states), `MAX_STATES` first capacity states, `MAX_FIT_MEMOS` demands' fit verdicts
 and as many demands' fruitless victim searches, `MAX_VICTIM_CONTENTS` pools' victims per entry,
 `MAX_POOLS` pools' sorted ends and `MAX_STAGINGS` stagings of data are kept, so memory stays
@@ -36,6 +36,8 @@ MAX_LAYOUTS = 4
 MAX_POLICIES = 4
 MAX_CLOCKS = 4
 MAX_PLANS = 4096
+"""Plans, setups and ranking starts kept for one set of cluster verdicts, in two generations of
+half as many each (`SharedPlans.older`), but for what one cycle adds."""
 MAX_CHANGED = 16384
 MAX_LASTING = 4096
 """Lasting verdicts and static score columns kept for one set of cluster verdicts (`SharedPlans.lasting`)."""
@@ -90,14 +92,15 @@ class SharedPlans:
     """Plans, setups and where rankings start, for one set of cluster verdicts; the candidate search
     fills them.
 
-    A cycle holds the object it started with, so replacing it (when it grew past `MAX_PLANS`) never
-    frees a plan a running cycle still uses. What the plans are made of (`lasting`) goes on into
-    the one that replaces it.
+    A cycle holds the object it started with, so replacing it (when it grew past half `MAX_PLANS`)
+    never frees a plan a running cycle still uses. What the plans are made of (`lasting`) goes on
+    into the one that replaces it, and the one replaced is kept as its `older` until the next
+    replacement: an entry a cycle misses here and finds there is taken over (`from_older`).
     """
 
-    __slots__ = ("lasting", "plans", "ranking_starts", "setups")
+    __slots__ = ("lasting", "older", "plans", "ranking_starts", "setups")
 
-    def __init__(self, lasting: dict[Hashable, Any] | None = None) -> None:
+    def __init__(self, lasting: dict[Hashable, Any] | None = None, older: SharedPlans | None = None) -> None:
         self.plans: dict[Hashable, Any] = {}
         self.setups: dict[Hashable, Any] = {}
         self.ranking_starts: dict[Hashable, Any] = {}
@@ -109,6 +112,33 @@ class SharedPlans:
         hundred new columns. So these are kept when the plans start afresh, and the plans of the
         next queue are made from them. Entries are only added: a cycle that still holds the
         object it replaced may read them too. Past `MAX_LASTING` they start afresh with the rest."""
+        self.older = older
+        """The shared plans this one replaced, with none older: a live queue's requests wait for
+        many cycles, and when the plans started afresh, every plan, setup and ranking start of the
+        ones still waiting was made again in one cycle (twice the usual cycle, or more). Taken
+        over one by one, as cycles meet them, they are made again only when two replacements in a
+        row found nobody asking for them."""
+
+    def from_older(self, table: str, key: Hashable) -> Any | None:
+        """On a miss in `table` (`plans`, `setups` or `ranking_starts`), the older shared plans' entry
+        for `key`, taken over into this one; None when there is none."""
+        older = self.older
+        if older is None:
+            return None
+        value = getattr(older, table).get(key)
+        if value is not None:
+            getattr(self, table)[key] = value
+        return value
+
+    def size(self) -> int:
+        return len(self.plans) + len(self.setups) + len(self.ranking_starts)
+
+    def all_setups(self) -> list[Any]:
+        """This one's setups and the older one's, each once."""
+        setups = {id(s): s for s in self.setups.values()}
+        if self.older is not None:
+            setups.update((id(s), s) for s in self.older.setups.values())
+        return list(setups.values())
 
 
 class PlanMemory:
@@ -200,7 +230,7 @@ class PlanMemory:
         self._cycles += 1
         if self._cycles % TRIM_EVERY:
             return False
-        setups: list[PerCapacity] = [s for shared in self._shared.values() for s in shared.setups.values()]
+        setups: list[PerCapacity] = [s for shared in self._shared.values() for s in shared.all_setups()]
         memos: dict[int, dict] = {id(m): m for m in self.fit_memo.values()}
         memos.update((id(s.memo), s.memo) for s in setups)  # a memo dropped from `fit_memo` a setup still uses
         memos.update((id(s.verdicts), s.verdicts) for s in setups)
@@ -293,14 +323,13 @@ class PlanMemory:
         capacity object, not by plan, new requests of a known demand read them, and they have
         bounds of their own (`MAX_FIT_MEMOS`, `trim`)."""
         shared = self._shared.get(verdicts)
-        if (
-            shared is None
-            or len(shared.plans) + len(shared.setups) + len(shared.ranking_starts) > MAX_PLANS
-            or len(shared.lasting) > MAX_LASTING
-        ):
+        if shared is None:
             if len(self._shared) >= MAX_CLOCKS:
                 self._shared.clear()
-            shared = self._shared[verdicts] = SharedPlans(shared.lasting if shared is not None else None)
+            shared = self._shared[verdicts] = SharedPlans()
+        elif shared.size() > MAX_PLANS // 2 or len(shared.lasting) > MAX_LASTING:
+            shared.older = None  # two generations, at most: `MAX_PLANS` entries between them
+            shared = self._shared[verdicts] = SharedPlans(shared.lasting, shared)
         return shared
 
 

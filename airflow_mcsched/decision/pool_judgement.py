@@ -129,10 +129,12 @@ def setup_for(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[S
     cycle and in later ones on the view."""
     live = tuple([f for f in _live(tuple(filters)) if f.applies(ctx)])  # a list first: no generator per request
     key = (ctx.signature, live)
-    setups = shared_plans(ctx, filters).setups
-    setup = setups.get(key)
+    shared = shared_plans(ctx, filters)
+    setup = shared.setups.get(key)
     if setup is None:
-        setup = setups[key] = _new_setup(ctx, filters, scores, live)
+        setup = shared.from_older("setups", key)
+        if setup is None:
+            setup = shared.setups[key] = _new_setup(ctx, filters, scores, live)
     return setup
 
 

@@ -272,7 +272,8 @@ def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
     rankings = ctx.cycle.rankings
     ranking = rankings.get(setup.ranking_key)
     if ranking is None:
-        start = _shared(ctx).ranking_starts.get(setup.ranking_key)
+        shared = _shared(ctx)
+        start = shared.ranking_starts.get(setup.ranking_key) or shared.from_older("ranking_starts", setup.ranking_key)
         ranking = rankings[setup.ranking_key] = PoolRanking(ctx, setup, ctx.cycle.overlay, start)
     return ranking
 

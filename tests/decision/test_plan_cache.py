@@ -347,20 +347,24 @@ def test_reservations_not_yet_seen_are_taken_from_capacity_in_every_cycle():
     assert decide(view, [request(gpus=1)], [held], Policy(), NOW).decisions[0].outcome is Outcome.WAITING
 
 
+@pytest.mark.parametrize("queues", [2, 1], ids=["made again", "taken over"])
 @pytest.mark.parametrize("lasting_too", [False, True], ids=["verdicts and columns kept", "all afresh"])
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
-def test_decisions_of_shared_plans_starting_afresh_at_every_cycle_are_equal(monkeypatch, policy_name, lasting_too):
-    """Past `MAX_PLANS` entries the shared plans start afresh (a queue of new all-different requests
-    passes it every other cycle), keeping the verdicts and columns they are made of unless those
-    pass `MAX_LASTING`: what is made again decides as what was kept."""
+def test_decisions_of_shared_plans_starting_afresh_at_every_cycle_are_equal(
+    monkeypatch, policy_name, lasting_too, queues
+):
+    """Past half `MAX_PLANS` entries the shared plans start afresh (a queue of new all-different
+    requests passes it every other cycle), keeping the verdicts and columns they are made of unless
+    those pass `MAX_LASTING`, and the plans they replace: what is made again, or taken over from
+    those (the same queue the next cycle), decides as what was kept."""
     monkeypatch.setattr(plan_cache, "MAX_PLANS", 0)
     if lasting_too:
         monkeypatch.setattr(plan_cache, "MAX_LASTING", 0)
     rng = random.Random(12)
     policy = POLICIES[policy_name]
     views = [random_view(random.Random(12), reads=random.Random(120 + i)) for i in range(3)]
-    queues = [random_queue(rng, 25) for _ in range(2)]
-    cycles = [(view, queues[i % 2], random_running(rng, view)) for i, view in enumerate((*views, *views))]
+    in_turn = [random_queue(rng, 25) for _ in range(queues)]
+    cycles = [(view, in_turn[i % queues], random_running(rng, view)) for i, view in enumerate((*views, *views))]
     remembered = [decide(view, q, running, policy, NOW) for view, q, running in cycles]
     assert remembered == [_uncached(view, q, running, policy, NOW) for view, q, running in cycles]
 
@@ -386,7 +390,8 @@ def test_plans_starting_afresh_keep_the_verdicts_and_columns_they_are_made_of(mo
     """A queue of new all-different requests makes hundreds of plans a cycle from far fewer lasting
     verdicts and static columns: when the plans start afresh, a plan made again takes the verdicts
     and columns made before (the same objects) and the fit verdicts of its demand, and decides as
-    one made from nothing."""
+    one made from nothing. Past one replacement the setups asked for again are taken over as they
+    are; past two in a row without them, they are made again."""
     rng = random.Random(5)
     view = random_view(rng)
     queue = random_queue(rng, 12)
@@ -397,10 +402,18 @@ def test_plans_starting_afresh_keep_the_verdicts_and_columns_they_are_made_of(mo
     plans = {k: p for k, p in before.plans.items() if k[0] == "plan"}
     fit_memos = dict(memory.fit_memo)
     assert plans and before.lasting and fit_memos
-    monkeypatch.setattr(plan_cache, "MAX_PLANS", 0)  # the next cycle starts the plans afresh
+    monkeypatch.setattr(plan_cache, "MAX_PLANS", 0)  # each cycle replaces the shared plans
+    assert decide(view, queue, [], policy, NOW) == first
+    (taken_over,) = memory._shared.values()
+    assert taken_over is not before and taken_over.older is before and taken_over.lasting is before.lasting
+    assert taken_over.setups and all(s is before.setups[k] for k, s in taken_over.setups.items())
+    other = request("other", gpus=3, kind=WorkKind.BATCH)  # asks for none of the queue's setups
+    decide(view, [other], [], policy, NOW)
     assert decide(view, queue, [], policy, NOW) == first == _uncached(view, queue, [], policy, NOW)
     (after,) = memory._shared.values()
-    assert after is not before and after.lasting is before.lasting
+    assert after.older is not None and after.older.older is None  # two generations at most
+    assert not any(k in after.older.setups for k in before.setups)
+    assert after.lasting is before.lasting
     remade = {k: p for k, p in after.plans.items() if k in plans}
     assert remade and all(p is not plans[k] for k, p in remade.items())
     assert all(p.rejections is plans[k].rejections for k, p in remade.items())  # the same lasting verdicts
