@@ -27,7 +27,6 @@ from airflow_mcsched.decision.outcome import (
     ScoredCandidate,
     Victim,
 )
-from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS
 from airflow_mcsched.decision.policy import Policy
 from airflow_mcsched.decision.pool_judgement import MAX_REMEMBERED, Setup
 from airflow_mcsched.decision.preemption import PreemptionPlan, plan_preemption
@@ -279,8 +278,6 @@ class AdmissionCycle:
             tally = reason_tally.tally(evaluation.setup.lasting_counts(), counts)
             parts = (waiting_reason([r for _, r in judged]), evaluation.rejections, tally)
         if shared:
-            if len(remembered) >= MAX_FIT_MEMOS:
-                remembered.clear()
             # by both: plans of no eligible pool share one empty `judged`; held, so the ids stay theirs
             remembered[(id(judged), id(lasting))] = (judged, lasting, parts, counts)
         return parts

@@ -25,7 +25,6 @@ from airflow_mcsched.decision.candidate_plan import CandidatePlan
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter
 from airflow_mcsched.decision.outcome import Rejection
-from airflow_mcsched.decision.plan_cache import MAX_FIT_MEMOS, MAX_LAST_SCANS
 from airflow_mcsched.decision.pool_judgement import Feasible, Setup, exact, live_rejection, setup_for
 from airflow_mcsched.decision.pool_ranking import ranking_for, remember_start
 from airflow_mcsched.decision.reasons import CAPACITY_REASONS
@@ -81,6 +80,8 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
         # many plans; the entry holds them, so their id stays their own
         fits_nowhere = (alike, ctx.cycle.capacity_state, id(setup.plan.rejections))
         known = memory.fits_nowhere.get(fits_nowhere)
+        if known is None and ctx.cycle.head is not None:
+            known = memory.fits_nowhere.get(_behind_heads(ctx, fits_nowhere))
         if known is not None and known[0] is setup.plan.rejections:
             out.judged = known[1]  # shared, read-only: admission works out its reason once
             return out
@@ -106,12 +107,20 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
 
 def _share(ctx: RequestContext, setup: Setup, scan: WaitingScan, fits_nowhere: tuple | None) -> None:
     """Later requests alike in this cycle's capacity state take this scan's rejections
-    (`_fits_nowhere_key`), when they are all for capacity (a head's reads the cycle's heads)."""
-    if scan.capacity_only and fits_nowhere is not None:
-        remembered = ctx.cycle.memory.fits_nowhere
-        if len(remembered) >= MAX_FIT_MEMOS:
-            remembered.clear()
-        remembered[fits_nowhere] = (setup.plan.rejections, scan.judged)
+    (`_fits_nowhere_key`); those alike in its backfill heads and expected end too, when some
+    rejection is a head's (`_behind_heads`)."""
+    if fits_nowhere is not None:
+        key = fits_nowhere if scan.capacity_only else _behind_heads(ctx, fits_nowhere)
+        ctx.cycle.memory.fits_nowhere[key] = (setup.plan.rejections, scan.judged)
+
+
+def _behind_heads(ctx: RequestContext, fits_nowhere: tuple) -> tuple:
+    """Where a scan some of whose rejections are a backfill head's is shared: such a rejection reads
+    the cycle's heads (the object and its commits, as `HeldRoom` says) and when the request would end.
+    When a head holds a pool that many waiting requests fit, each of them was scanned on its own
+    (on a live fleet about 1,000 scans in such a cycle against 350 in the others: a third more time)."""
+    head = ctx.cycle.head
+    return (*fits_nowhere, head, 0 if head is None else head.commits, ctx.expected_end)
 
 
 def _fits_nowhere_key(ctx: RequestContext, setup: Setup) -> tuple | None:
@@ -231,7 +240,5 @@ def _rescan(ctx: RequestContext, setup: Setup, key: tuple, out: Evaluation) -> W
     out.judged = scan.judged
     if previous is not None:
         out.before, out.rejudged = previous.judged, todo
-    if len(last_scans) >= MAX_LAST_SCANS:
-        last_scans.clear()
     last_scans[key] = scan
     return scan

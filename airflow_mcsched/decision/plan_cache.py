@@ -14,6 +14,8 @@ as many capacity states), `MAX_STATES` first capacity states, `MAX_FIT_MEMOS` de
 and as many demands' fruitless victim searches, `MAX_VICTIM_CONTENTS` pools' victims per entry,
 `MAX_POOLS` pools' sorted ends and `MAX_STAGINGS` stagings of data are kept, so memory stays
 bounded whatever the caller does.
+The walks, scans and words that one cycle's waiting requests leave for the next cycles' are kept
+in two generations (`bounded_table.Generations`), not emptied all at once when full.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Protocol
 from airflow_mcsched.decision.pool_stamps import StampBook
 from airflow_mcsched.decision.work_base import WorkBase
 from airflow_mcsched.view.allocation import NodeAllocation
-from airflow_mcsched.view.bounded_table import get_or_make, held
+from airflow_mcsched.view.bounded_table import Generations, get_or_make, held
 from airflow_mcsched.view.capacity_table import canonical
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import GlobalView, PoolKey
@@ -179,19 +181,19 @@ class PlanMemory:
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
-        self.fits_nowhere: dict[tuple[Hashable, object, int], tuple] = {}
+        self.fits_nowhere: Generations[tuple[Hashable, object, int], tuple] = Generations(MAX_FIT_MEMOS)
         """The rejections of requests that fit no pool, by demand and fit filters, the capacity state
         they were judged in and the lasting rejections of their plan (candidates.py): kept across
         cycles, as that state's token is reached again by a cycle that changes what an earlier one
         changed."""
-        self.last_scans: dict[tuple[Hashable, int], Any] = {}
+        self.last_scans: Generations[tuple[Hashable, int], Any] = Generations(MAX_LAST_SCANS)
         """The latest scan of a request that fits no pool, by demand and fit filters and the plan's
         identity, with the capacity objects its pools were judged on (`candidates.WaitingScan`): the
         next cycle's scan of the same judges again only the pools whose capacity object changed."""
-        self.waiting_parts: dict[tuple[int, int], tuple] = {}
+        self.waiting_parts: Generations[tuple[int, int], tuple] = Generations(MAX_FIT_MEMOS)
         """The reason, rejections and tally of those rejections with a plan's lasting ones, by the
         identity of both, with the counts of the rejections judged (admission.py)."""
-        self.preemptable: dict[int, tuple[Any, list]] = {}
+        self.preemptable: Generations[int, tuple[Any, list]] = Generations(MAX_FIT_MEMOS)
         """The pools such a shared walk rules out for capacity or quota alone, by its identity
         (preemption.py)."""
         self.fruitless: dict[Hashable, dict[int, tuple]] = {}

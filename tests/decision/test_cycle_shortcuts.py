@@ -155,6 +155,36 @@ def test_requests_that_fit_nowhere_share_one_walk_until_capacity_changes(monkeyp
     assert [again[r.id] for r in queue] == [by_id[r.id] for r in queue]
 
 
+def test_requests_that_a_head_keeps_out_share_one_walk_while_the_heads_and_their_end_are_the_same():
+    """A large request waits for a node and is held room on it; one-pool small requests alike fit now
+    but would run past its start: the first is walked, the second takes its rejections (the same
+    objects); one alike that would end at another time is walked on its own, and after a grant
+    commits to the head a request alike walks again. Each decision is the one made with nothing
+    remembered."""
+    profile = cluster("a", pool("gpu", "A100", nodes=1))
+    running = [reservation("busy", "a", "gpu", "a-gpu-0", gpus=4, ends_in=timedelta(hours=1))]
+    view = view_of((profile, observe(profile, free={"gpu": [4]}, seen=["rsv-busy"])))
+    long = timedelta(hours=3)
+    queue = [request("big", gpus=8, expected_duration=long, arrival=NOW - timedelta(seconds=20))]
+    queue += [
+        request(f"r{i}", gpus=2, expected_duration=long, arrival=NOW - timedelta(seconds=10 - i)) for i in range(2)
+    ]
+    queue.append(request("r-longer", gpus=2, expected_duration=2 * long, arrival=NOW - timedelta(seconds=5)))
+    queue.append(request("short", gpus=1, expected_duration=timedelta(minutes=30), arrival=NOW - timedelta(seconds=4)))
+    queue.append(request("r-late", gpus=2, expected_duration=long, arrival=NOW))
+    cycle = AdmissionCycle(view, running, Policy(), NOW)
+    by_id = {d.request_id: d for d in cycle.run(queue).decisions}
+    assert by_id["big"].expected_start == NOW + timedelta(hours=1)
+    assert by_id["short"].outcome is Outcome.ADMITTED  # it ends before the head starts
+    behind = [by_id[r] for r in ("r0", "r1", "r-longer", "r-late")]
+    assert [d.reason for d in behind] == [Reason.WAITING_BEHIND_HEAD] * 4
+    assert behind[1].rejections is behind[0].rejections
+    assert behind[2].rejections == behind[0].rejections and behind[2].rejections is not behind[0].rejections
+    assert behind[3].rejections == behind[0].rejections and behind[3].rejections is not behind[0].rejections
+    plan_cache.forget_all()
+    assert [by_id[r.id] for r in queue] == list(decide(view, queue, running, Policy(), NOW).decisions)
+
+
 def test_a_request_waiting_again_judges_only_the_pools_whose_capacity_changed(monkeypatch):
     """A request that fit nowhere is scanned again in the next cycle on a new read where one full
     pool reads differently: the other pools' rejections are taken from the last scan (their capacity
