@@ -9,11 +9,11 @@ verdicts, rankings, and the capacity left by reservations whose pods the view do
 Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
 
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
-readings, `MAX_PLANS` plans (in two generations) and `MAX_LASTING` verdicts and columns, `MAX_CHANGED` capacities (and
-as many capacity states), `MAX_STATES` first capacity states, `MAX_FIT_MEMOS` demands' fit verdicts
-and as many demands' fruitless victim searches, `MAX_VICTIM_CONTENTS` pools' victims per entry,
-`MAX_POOLS` pools' sorted ends and `MAX_STAGINGS` stagings of data are kept, so memory stays
-bounded whatever the caller does.
+readings, `MAX_PLANS` plans (in two generations) and `MAX_LASTING` verdicts and columns,
+`MAX_CHANGED` capacities (and as many capacity states), `MAX_STATES` first capacity states,
+`MAX_FIT_MEMOS` demands' fit verdicts and as many demands' fruitless victim searches,
+`MAX_VICTIM_CONTENTS` pools' victims per entry, `MAX_POOLS` pools' sorted ends and `MAX_STAGINGS`
+stagings of data are kept, so memory stays bounded whatever the caller does.
 The walks, scans and words that one cycle's waiting requests leave for the next cycles' are kept
 in two generations (`bounded_table.Generations`), not emptied all at once when full.
 """
@@ -119,7 +119,12 @@ class SharedPlans:
         many cycles, and when the plans started afresh, every plan, setup and ranking start of the
         ones still waiting was made again in one cycle (twice the usual cycle, or more). Taken
         over one by one, as cycles meet them, they are made again only when two replacements in a
-        row found nobody asking for them."""
+        row found nobody asking for them.
+
+        The three tables go over together, at a cycle's start, not each on its own as
+        `bounded_table.Generations` do: ranking starts are found by their plan's identity and do
+        not hold the plan, so a start must not outlive every setup that holds it (a start is kept,
+        or taken over, only beside a setup of its plan in the same shared plans)."""
 
     def from_older(self, table: str, key: Hashable) -> Any | None:
         """On a miss in `table` (`plans`, `setups` or `ranking_starts`), the older shared plans' entry

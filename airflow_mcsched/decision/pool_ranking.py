@@ -269,12 +269,12 @@ class PoolRanking:
 
 
 def ranking_for(ctx: RequestContext, setup: Setup) -> PoolRanking:
-    rankings = ctx.cycle.rankings
-    ranking = rankings.get(setup.ranking_key)
+    rankings, key = ctx.cycle.rankings, setup.ranking_key
+    ranking = rankings.get(key)
     if ranking is None:
         shared = _shared(ctx)
-        start = shared.ranking_starts.get(setup.ranking_key) or shared.from_older("ranking_starts", setup.ranking_key)
-        ranking = rankings[setup.ranking_key] = PoolRanking(ctx, setup, ctx.cycle.overlay, start)
+        start = shared.ranking_starts.get(key) or shared.from_older("ranking_starts", key)
+        ranking = rankings[key] = PoolRanking(ctx, setup, ctx.cycle.overlay, start)
     return ranking
 
 
