@@ -74,7 +74,7 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     out = Evaluation(setup, setup.plan)
     alike = _fits_nowhere_key(ctx, setup)
     memory = ctx.cycle.memory
-    fits_nowhere = scan_key = None
+    fits_nowhere = scan_key = last = None
     if alike is not None:
         # by the plan's lasting rejections too (which pools are eligible): requests of one demand have
         # many plans; the entry holds them, so their id stays their own
@@ -87,8 +87,10 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
             return out
         scan_key = (alike, id(setup.plan))  # where its last scan is kept (`_rescan`)
         last = memory.last_scans.get(scan_key)
-        if last is not None and last.plan is setup.plan:
-            scan = _rescan(ctx, setup, scan_key, out)
+        if last is not None and last.plan is not setup.plan:
+            last = None
+        if last is not None:
+            scan = _rescan(ctx, setup, scan_key, out, last)
             if scan is not None:
                 _share(ctx, setup, scan, fits_nowhere)
                 return out
@@ -97,7 +99,7 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     remember_start(ctx, setup, ranking)
     if out.feasible:
         return out
-    scan = None if scan_key is None else _rescan(ctx, setup, scan_key, out)
+    scan = None if scan_key is None else _rescan(ctx, setup, scan_key, out, last)
     if scan is None:
         _scan(ctx, setup, out)
         return out
@@ -200,19 +202,18 @@ class WaitingScan:
         return not self.rejudge
 
 
-def _rescan(ctx: RequestContext, setup: Setup, key: tuple, out: Evaluation) -> WaitingScan | None:
-    """`_scan` of a request with no live filter, from the last one of its demand and plan: a waiting
-    request is scanned again every cycle, on a fleet where most pools keep their capacity object
-    from one cycle to the next, and a rejection for capacity with it (it reads the demand and the
-    capacity alone). The capacity objects are compared in C (`map`, `compress`), and only the pools
-    whose object differs, or whose rejection named a head, are judged. None when some pool fits
-    (`_scan` then records the rejections as usual); else the scan, recorded in `out` with the one
-    it was taken from and the places judged again."""
+def _rescan(
+    ctx: RequestContext, setup: Setup, key: tuple, out: Evaluation, previous: WaitingScan | None
+) -> WaitingScan | None:
+    """`_scan` of a request with no live filter, from the last one of its demand and plan (`previous`,
+    kept under `key`; None when there is none, or it was another plan's): a waiting request is
+    scanned again every cycle, on a fleet where most pools keep their capacity object from one cycle
+    to the next, and a rejection for capacity with it (it reads the demand and the capacity alone).
+    The capacity objects are compared in C (`map`, `compress`), and only the pools whose object
+    differs, or whose rejection named a head, are judged. None when some pool fits (`_scan` then
+    records the rejections as usual); else the scan, recorded in `out` with the one it was taken
+    from and the places judged again."""
     plan = setup.plan
-    last_scans = ctx.cycle.memory.last_scans
-    previous = last_scans.get(key)
-    if previous is not None and previous.plan is not plan:
-        previous = None
     ordinals = tuple(plan.by_ordinal) if previous is None else previous.ordinals
     overlay = ctx.cycle.overlay
     read = list(map(overlay.by_ordinal.get, ordinals))
@@ -241,5 +242,5 @@ def _rescan(ctx: RequestContext, setup: Setup, key: tuple, out: Evaluation) -> W
     out.judged = scan.judged
     if previous is not None:
         out.before, out.rejudged = previous.judged, todo
-    last_scans[key] = scan
+    ctx.cycle.memory.last_scans[key] = scan
     return scan

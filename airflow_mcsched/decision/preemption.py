@@ -17,6 +17,7 @@ from math import comb
 from airflow_mcsched.decision.backfill import HeldRoom
 from airflow_mcsched.decision.candidates import Evaluation
 from airflow_mcsched.decision.context import RequestContext
+from airflow_mcsched.decision.cycle_state import CycleState
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.node_choice import choose_nodes
 from airflow_mcsched.decision.outcome import Rejection
@@ -506,17 +507,47 @@ def _ruled_out_for_room(ctx: RequestContext, judged: Sequence[tuple[int, Rejecti
     ]
 
 
-class SearchMemo:
-    """The searches of requests alike (`_search_memo`): each pool's, with what it read, and the last
-    whole search, with the pools it went over and the cycle's state then; and, kept across cycles,
-    the pools where such a search found nothing to stop (`_fruitless_or_searched`)."""
+_WholeSearch = tuple[list[PoolView], PreemptionPlan | None, HeldRoom | None, int, int, int, frozenset[int] | None]
+"""The last whole search (`_best_plan`) over one list of pools: the list (held: found by its
+identity), its answer, the backfill heads and their commits then, where the cycle's logs of changed
+capacity and running work stood then, and the pools' fleet positions once a check needed them
+(`_still_holds`). A tuple: on a full fleet most lists are searched once in a cycle."""
 
-    __slots__ = ("by_pool", "fruitless", "last")
+
+class SearchMemo:
+    """The searches of requests alike (`_search_memo`): each pool's, with what it read, and each whole
+    search, by the list of pools it went over (`_remembered_best`); and, kept across cycles, the
+    pools where such a search found nothing to stop (`_fruitless_or_searched`)."""
+
+    __slots__ = ("by_pool", "fruitless", "whole")
 
     def __init__(self, fruitless: dict[int, tuple]) -> None:
         self.by_pool: dict[int, tuple] = {}
-        self.last: tuple | None = None
+        self.whole: dict[int, _WholeSearch] = {}
         self.fruitless = fruitless
+
+
+def _still_holds(known: _WholeSearch, cycle: CycleState) -> _WholeSearch | None:
+    """`known` as it stands now, when its answer still holds: neither log names one of its pools
+    since, and, when it found a plan, the backfill heads are the same (a plan may start where a newer
+    head, or a head's commit, refuses). None when it may not hold."""
+    pools, best, head, commits, read_at, ran_at, ordinals = known
+    if best is not None and (head is not cycle.head or commits != _head_commits(cycle.head)):
+        return None
+    read, ran = cycle.overlay.log, cycle.running.log
+    if len(read) == read_at and len(ran) == ran_at:
+        return known
+    if len(read) - read_at + len(ran) - ran_at > 8 * len(pools):
+        return None  # many changes since: look-ups in a set would cost about what the search does
+    if ordinals is None:
+        ordinals = frozenset([p.ordinal for p in pools])
+    if not ordinals.isdisjoint(read[read_at:]):
+        return None
+    if len(ran) > ran_at:
+        by_key = cycle.view.pools_by_key  # work changed in a pool the view lacks is in none of these
+        if not ordinals.isdisjoint([p.ordinal for k in ran[ran_at:] if (p := by_key.get(k)) is not None]):
+            return None
+    return (pools, best, head, commits, len(read), len(ran), ordinals)
 
 
 def _search_memo(ctx: RequestContext, own: bool) -> SearchMemo | None:
@@ -538,20 +569,33 @@ def _search_memo(ctx: RequestContext, own: bool) -> SearchMemo | None:
 
 
 def _remembered_best(ctx: RequestContext, pools: list[PoolView], memo: SearchMemo) -> PreemptionPlan | None:
-    """`_best_plan` over `pools`, the last request alike's answer when nothing changed since: the same
-    pools to search and no capacity, running work or backfill head changed in the cycle. Requests
-    alike that wait behind one another each went over every pool's remembered search (a few hundred
-    pools on a full fleet), to find what the one before them found."""
+    """`_best_plan` over `pools`, the answer of an earlier request alike over the same list of pools
+    when nothing it read changed since: no capacity or running work of those pools (the cycle's logs
+    name none of them) and, when it found a plan, no backfill head. On a full fleet, requests alike
+    wait all over the queue with the same few lists of pools to search (those their shared walks rule
+    out for room), and each went over every pool's remembered search (fifty pools or more) to find
+    what one before had found, while the few grants between them changed other pools."""
     cycle = ctx.cycle
-    head = cycle.head
-    # The running work's version is a guard: every change a search here reads also changes the
-    # overlay's today, but work granted or stopped in a pool the view lacks changes only the former
-    state = (cycle.overlay.version, cycle.running.version, head, _head_commits(head))
-    last = memo.last
-    if last is not None and last[0] == state and last[1] == pools:
-        return last[2]
+    known = memo.whole.get(id(pools))
+    ordinals = None
+    if known is not None and known[0] is pools:
+        now = _still_holds(known, cycle)
+        if now is not None:
+            if now is not known:
+                memo.whole[id(pools)] = now
+            return now[1]
+        ordinals = known[6]
     best = _best_plan(ctx, pools, memo, False)
-    memo.last = (state, pools, best)
+    head = cycle.head
+    memo.whole[id(pools)] = (
+        pools,
+        best,
+        head,
+        _head_commits(head),
+        len(cycle.overlay.log),
+        len(cycle.running.log),
+        ordinals,
+    )
     return best
 
 

@@ -33,6 +33,7 @@ class RunningWork:
         "_stamps",
         "_stopping_for",
         "_work",
+        "log",
         "version",
     )
 
@@ -67,6 +68,9 @@ class RunningWork:
         self._work: dict[PoolKey, tuple[int, tuple[Reservation, ...]]] = {}
         self.version = 0
         """Grows whenever work is added or removed anywhere during the cycle."""
+        self.log: list[PoolKey] = []
+        """The pools work was added to or removed from, in order (with repeats): what changed since a
+        given point, as `CapacityOverlay.log` says of capacity."""
         for r in (held or {}).values():
             self._own_pool(r.key)[r.id] = r
             self._changing()[r.id] = r
@@ -111,6 +115,7 @@ class RunningWork:
     def _index(self, r: Reservation, step: int) -> None:
         self.version += 1
         key = r.key
+        self.log.append(key)
         versions = self._pool_versions
         versions[key] = versions.get(key, 0) + 1  # not a Counter: a missing key is a Python-level call
         own = self._own_pool(key)

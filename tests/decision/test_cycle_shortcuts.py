@@ -6,8 +6,8 @@
 - the backfill replay of running work follows only the nodes that ends touch until the request
   may fit (`backfill._PoolReplay`);
 - a pool's search for work to preempt is reused by later requests alike (demand, priority, expected
-  duration) while nothing it read changed, and so is a whole search over the same pools while nothing
-  in the cycle changed; a pool's candidate victims are kept per priority while its work is
+  duration) while nothing it read changed, and so is a whole search over the same pools while none
+  of them changed; a pool's candidate victims are kept per priority while its work is
   unchanged, with what single-pod searches derive from them (`preemption._search_memo`,
   `preemption._below_in_pool`);
 - backfill's replay gives back what ends at one instant node by node at once.
@@ -353,20 +353,26 @@ def test_requests_that_fit_nowhere_take_their_own_plans_lasting_rejections():
 
 
 def test_requests_alike_waiting_on_the_same_pools_share_one_search_for_work_to_stop(monkeypatch):
-    """Three urgent requests alike find nothing to stop on a pool of work that may not stop; nothing
-    changes between them, so the second and third take the first's whole search; a grant in the
-    cycle (the CPU job) makes the fourth search again."""
-    profile = cluster("a", pool("gpu", "A100", nodes=1), pool("cpu", None, nodes=1))
+    """Urgent requests alike find nothing to stop on a pool of work that may not stop. A grant in
+    another pool (the CPU job) changes nothing they read, so the first's whole search serves the
+    next ones; a grant in the pool they search (the small GPU job) makes the last search again."""
+    profile = cluster("a", pool("gpu", "A100", nodes=2), pool("cpu", None, nodes=1))
     running = [
         reservation("keep", "a", "gpu", "a-gpu-0", gpus=8, priority=0),
         reservation("spot", "a", "cpu", "a-cpu-0", gpus=0, priority=0, interruptible=True, gpu_type=None),
     ]  # the interruptible work elsewhere makes a search worth starting
-    view = view_of((profile, observe(profile, free={"gpu": [0]}, seen=[r.id for r in running])))
-    urgent = [
-        request(f"u{i}", gpus=8, priority_class="high", arrival=NOW - timedelta(seconds=10 - i)) for i in range(3)
+    view = view_of((profile, observe(profile, free={"gpu": [0, 4]}, seen=[r.id for r in running])))
+
+    def urgent(rid: str, seconds_ago: int):
+        return request(rid, gpus=8, priority_class="high", arrival=NOW - timedelta(seconds=seconds_ago))
+
+    queue = [
+        *(urgent(f"u{i}", 20 - i) for i in range(2)),
+        request("cpu-job", cpu=1, priority_class="high", arrival=NOW - timedelta(seconds=15)),
+        urgent("u-after-cpu", 14),
+        request("small", gpus=2, priority_class="high", arrival=NOW - timedelta(seconds=10)),
+        urgent("u-after-small", 5),
     ]
-    queue = [*urgent, request("cpu-job", cpu=1, priority_class="high", arrival=NOW - timedelta(seconds=5))]
-    queue.append(request("u-late", gpus=8, priority_class="high", arrival=NOW))
     searches = []
     whole_search = preemption._best_plan
     monkeypatch.setattr(
@@ -375,7 +381,9 @@ def test_requests_alike_waiting_on_the_same_pools_share_one_search_for_work_to_s
     result = decide(view, queue, running, Policy(backfill=False), NOW)
     assert [d.outcome for d in result.decisions if d.request_id.startswith("u")] == [Outcome.WAITING] * 4
     assert result.decision("cpu-job").outcome is Outcome.ADMITTED
-    assert searches == ["u0", "u-late"]
+    assert result.decision("small").outcome is Outcome.ADMITTED
+    assert result.decision("small").placement.pool == "gpu"
+    assert searches == ["u0", "u-after-small"]
 
 
 def test_a_head_waits_for_the_node_whose_work_ends_first_that_fits_it():
