@@ -174,7 +174,11 @@ def _below_in_pool(ctx: RequestContext, pool: PoolView) -> _Below:
 
     Found for work the cycle has not changed yet, it is kept for later cycles that find the same work
     in the pool (`PlanMemory.below`): on a full fleet most pools' work is the same from one cycle to
-    the next, and going over it again was a tenth of a cycle."""
+    the next, and going over it again was a tenth of a cycle. What the cycle changed is not kept: it
+    would give the same victims (work granted in the cycle went to a request decided earlier, so of a
+    priority no lower than this one's, and work stopping is marked so), but its work tuples are the
+    cycle's own and seldom recur, so keeping them would only push out entries that do. No decision
+    tells the two apart; `tests/decision/test_preemption.py` checks what is kept."""
     cycle, priority = ctx.cycle, ctx.priority
     key = (pool.key, priority)
     version = cycle.running.pool_version(pool.key)

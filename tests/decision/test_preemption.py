@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from airflow_mcsched.decision import Outcome, Policy, Reason, decide
+from airflow_mcsched.decision import Outcome, Policy, Reason, decide, preemption
 from tests.decision.fleet_factory import DEFAULT_POLICY, NOW, cluster, observe, pool, request, reservation, view_of
 
 LOW = 0
@@ -354,6 +354,29 @@ def test_victims_kept_across_cycles_are_those_of_a_fresh_engine_when_the_pools_w
         fresh.append(victims(running))
     assert kept == fresh
     assert kept == [["rsv-v3"], ["rsv-v3"], ["rsv-v1", "rsv-v2"], ["rsv-v1", "rsv-v2"], ["rsv-v3"]]
+
+
+def test_victims_found_after_the_cycle_changed_a_pools_work_are_not_kept_for_later_cycles(monkeypatch, fresh_memory):
+    """A small job takes the last room in the pool; the urgent request after it searches that pool,
+    whose work is now the cycle's own: the victims it finds there are its alone, never kept for later
+    cycles (`PlanMemory.below` keeps victims found on work that no cycle had changed yet)."""
+    running = [low("spot", "a-gpu-0"), low("keep", "a-gpu-1", gpus=6, priority=HIGH, interruptible=False)]
+    queue = [
+        request("small", gpus=2, priority_class="high", arrival=NOW - timedelta(minutes=2)),
+        urgent(arrival=NOW - timedelta(minutes=1)),
+    ]
+    kept_from = []
+    keep = preemption.kept_for
+    monkeypatch.setattr(
+        preemption, "kept_for", lambda table, key, work, *a: kept_from.append(work) or keep(table, key, work, *a)
+    )
+    result = decide(full_fleet(*running), queue, running, DEFAULT_POLICY, NOW)
+    assert result.decision("small").outcome is Outcome.ADMITTED
+    assert [v.reservation_id for v in result.decision("urgent").victims] == ["rsv-spot"]
+    assert kept_from == []  # the pool's only search came after the grant
+    again = decide(full_fleet(*running), [urgent()], running, DEFAULT_POLICY, NOW)
+    assert [v.reservation_id for v in again.decision("urgent").victims] == ["rsv-spot"]
+    assert [{r.id for r in work} for work in kept_from] == [{"rsv-spot", "rsv-keep"}]
 
 
 def _alike_after_changes(seed: int, monkeypatch) -> tuple[list, list]:
