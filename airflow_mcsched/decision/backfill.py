@@ -27,7 +27,7 @@ from airflow_mcsched.decision.plan_cache import MAX_POOLS
 from airflow_mcsched.decision.reservation import Reservation
 from airflow_mcsched.view.allocation import NodeAllocation
 from airflow_mcsched.view.bounded_table import kept_for
-from airflow_mcsched.view.node_capacity import NodeCapacity
+from airflow_mcsched.view.node_capacity import NodeCapacity, give_back_in_place
 from airflow_mcsched.view.pool_capacity import PoolCapacity
 from airflow_mcsched.view.snapshot import PoolKey, PoolView
 
@@ -266,20 +266,23 @@ class _PoolReplay:
     """A pool's capacity as ends are replayed, worked out only when the request may fit.
 
     A one-pod request that fits no node of the pool can only come to fit on a node whose work
-    ended: until then only the nodes that ends touch are followed (an end costs one node, not a
-    copy of the pool). A gang of whole GPUs can only fit once its nodes hold as many pods by their
-    free whole GPUs alone, a sum kept as ends touch nodes. Other gangs, and pools where the request
-    fitted once (an earlier head refused it), are checked in full at every end. What ends at one
-    instant is given back node by node at once, when the pool is next looked at (work granted
-    together often ends together).
+    ended: until then only the nodes that ends touch are followed. A gang of whole GPUs can only fit
+    once its nodes hold as many pods by their free whole GPUs alone, a sum kept as ends touch nodes.
+    Other gangs, and pools where the request fitted once (an earlier head refused it), are checked
+    in full at every end. What ends at one instant is given back node by node at once, when the pool
+    is next looked at (work granted together often ends together). The nodes followed are plain
+    numbers changed in place, made into nodes only when the pool's capacity is asked for: a gang's
+    replay passes an end or two per instant for hundreds of instants, and a new node at each was
+    most of its cost.
     """
 
-    __slots__ = ("_base", "_demand", "_ended", "_nodes", "_slots", "_touched", "fitted")
+    __slots__ = ("_base", "_demand", "_ended", "_followed", "_slots", "_touched", "fitted")
 
     def __init__(self, capacity: PoolCapacity, demand: Demand) -> None:
         self._base = capacity
         self._demand = demand
-        self._nodes: dict[int, NodeCapacity] = {}  # nodes that ends touched, not yet in `_base`
+        self._followed: dict[int, _Followed] = {}
+        """Nodes that ends touched since the pool was last made, by position, each as it is now."""
         self._ended: dict[int, list[NodeAllocation]] = {}  # pods ended on a node, not yet given back
         self._touched: set[int] = set()  # nodes touched since `may_fit` last looked
         gang_of_gpus = demand.pods > 1 and demand.gpus > 0
@@ -289,9 +292,12 @@ class _PoolReplay:
 
     def capacity(self) -> PoolCapacity:
         self._give_back_ended()
-        if self._nodes:  # the touched nodes are followed already: the pool takes them as they are
-            self._base = self._base.with_nodes(self._nodes)
-            self._nodes = {}
+        if self._followed:  # the touched nodes, made as `NodeCapacity.give_back_all` would leave them
+            nodes, made = self._base.nodes, {}
+            for i, (free, cpu, mem, whole, cpu_top, mem_top) in self._followed.items():
+                made[i] = NodeCapacity.counted(nodes[i].name, free, cpu, mem, whole, cpu_top, mem_top)
+            self._base = self._base.with_nodes(made)
+            self._followed = {}
         return self._base
 
     def take(self, pods: Iterable[NodeAllocation]) -> None:
@@ -301,30 +307,56 @@ class _PoolReplay:
 
     def give_back(self, pods: Iterable[NodeAllocation]) -> None:
         self._base.group_by_node(pods, self._ended)
-        self._touched.update(self._ended)  # every node with pods to give back was touched
+        if self._slots is None and not self.fitted:  # only `may_fit`'s check of touched nodes reads them
+            self._touched.update(self._ended)  # every node with pods to give back was touched
 
     def _give_back_ended(self) -> None:
-        if self._ended:
-            nodes, base, gpus = self._nodes, self._base.nodes, self._demand.gpus
-            for i, pods in self._ended.items():
-                before = nodes.get(i) or base[i]
-                after = nodes[i] = before.give_back_all(pods)
-                if self._slots is not None:
-                    self._slots += after.whole_gpus_free // gpus - before.whole_gpus_free // gpus
-            self._ended = {}
+        """Each node's ended pods back on it, as `NodeCapacity.give_back_all` gives them back."""
+        if not self._ended:
+            return
+        followed, base, gpus = self._followed, self._base.nodes, self._demand.gpus
+        for i, pods in self._ended.items():
+            f = followed.get(i)
+            if f is None:
+                n = base[i]
+                f = followed[i] = [list(n.gpu_milli_free), n.cpu_milli_free, n.memory_mib_free,
+                                   n.whole_gpus_free, n.cpu_milli_allocatable, n.memory_mib_allocatable]  # fmt: skip
+            free, cpu, mem, before, cpu_top, mem_top = f
+            f[1], f[2], f[3] = give_back_in_place(free, cpu, mem, before, cpu_top, mem_top, pods)
+            if self._slots is not None:
+                self._slots += f[3] // gpus - before // gpus
+        self._ended = {}
 
     def may_fit(self) -> bool:
         """Could the request fit now? For a gang of whole GPUs, only once its nodes hold enough pods by
         their GPUs; always for another pool checked in full; else only on a touched node."""
-        touched, self._touched = self._touched, set()
         if self._slots is not None:
             self._give_back_ended()
             return self._slots >= self._demand.pods
         if self.fitted:
             return True
         self._give_back_ended()
-        d, nodes, base = self._demand, self._nodes, self._base.nodes  # a node not in `_nodes` is up to date
-        return any((nodes.get(i) or base[i]).fits(d.gpus, d.gpu_milli, d.cpu_milli, d.memory_mib) for i in touched)
+        touched, self._touched = self._touched, set()
+        d, followed, base = self._demand, self._followed, self._base.nodes
+        for i in touched:
+            f = followed.get(i)
+            if f is None:  # made into the pool since: up to date there
+                if base[i].fits(d.gpus, d.gpu_milli, d.cpu_milli, d.memory_mib):
+                    return True
+            elif (
+                f[3] >= d.gpus
+                and f[1] >= d.cpu_milli
+                and f[2] >= d.memory_mib
+                and max(0, max(f[0], default=0)) >= d.gpu_milli  # the largest share, as `of` finds it
+            ):
+                return True
+        return False
+
+
+_Followed = list
+"""A node a replay follows (`_PoolReplay`): [its GPUs' free shares (a list), free CPU milli, free
+memory MiB, whole free GPUs (as `NodeCapacity.of` counts them: shares of a whole GPU or more),
+allocatable CPU milli, allocatable memory MiB], in the order `give_back_in_place` takes them."""
 
 
 def _gpu_slots(nodes: Iterable[NodeCapacity], gpus: int) -> int:

@@ -157,42 +157,63 @@ class NodeCapacity:
 
     def give_back_all(self, allocations: Iterable[NodeAllocation]) -> NodeCapacity:
         """Capacity after all of `allocations` end: `give_back` of each in turn, made as one node
-        (work that ends at one instant often holds several pods on one node).
-
-        Inlined for pods that name their GPUs (every pod the engine places does), and the node made
-        without `of`'s walk where its GPUs are at most whole: a backfill head's replay gives back
-        a node for every end it passes, thousands a cycle on a busy fleet."""
+        (work that ends at one instant often holds several pods on one node)."""
         free = list(self.gpu_milli_free)
-        n = len(free)
         cpu, cpu_top = self.cpu_milli_free, self.cpu_milli_allocatable
         mem, mem_top = self.memory_mib_free, self.memory_mib_allocatable
-        for a in allocations:
-            indices = a.gpu_indices
-            if indices and max(indices) < n:  # to its named GPUs, as `_give_back_gpus` gives them
-                back = a.gpu_milli or MILLI_PER_GPU
-                for i in indices:
-                    m = free[i] + back
-                    free[i] = m if m < MILLI_PER_GPU else MILLI_PER_GPU
-            elif a.gpus or a.gpu_milli:
-                _give_back_gpus(free, a)
-            # each step as `of` would leave it
-            cpu += a.cpu_milli
-            if cpu > cpu_top:
-                cpu = cpu_top
-            if cpu < 0:
-                cpu = 0
-            mem += a.memory_mib
-            if mem > mem_top:
-                mem = mem_top
-            if mem < 0:
-                mem = 0
+        cpu, mem, whole = give_back_in_place(free, cpu, mem, self.whole_gpus_free, cpu_top, mem_top, allocations)
+        return NodeCapacity.counted(self.name, free, cpu, mem, whole, cpu_top, mem_top)
+
+    @classmethod
+    def counted(
+        cls, name: str, free: list[int], cpu: int, mem: int, whole: int, cpu_top: int, mem_top: int
+    ) -> NodeCapacity:
+        """`of` for GPUs whose whole free ones are counted already (`give_back_in_place`, whose
+        order the numbers come in): made without `of`'s walk."""
         largest = max(free, default=0)
-        if largest > MILLI_PER_GPU or largest < 0:  # a read of more than a whole GPU: as `of` counts it
-            return NodeCapacity.of(self.name, tuple(free), cpu, mem, cpu_top, mem_top)
-        return NodeCapacity(self.name, tuple(free), cpu, mem, cpu_top, mem_top, free.count(MILLI_PER_GPU), largest)
+        return cls(name, tuple(free), cpu, mem, cpu_top, mem_top, whole, largest if largest > 0 else 0)
 
 
-def _give_back_gpus(free: list[int], a: NodeAllocation) -> None:
+def give_back_in_place(
+    free: list[int], cpu: int, mem: int, whole: int, cpu_top: int, mem_top: int, allocations: Iterable[NodeAllocation]
+) -> tuple[int, int, int]:
+    """A node's numbers after `allocations` end, `give_back` of each in turn: `free` (each GPU's free
+    share, changed in place), and from its free CPU, memory and whole GPUs (as `of` counts them:
+    shares of a whole GPU or more) and its allocatable CPU and memory, the free CPU, memory and whole
+    GPUs after, each step clamped as `of` would leave it.
+
+    Inlined for pods that name their GPUs (every pod the engine places does), and the whole GPUs
+    counted as they come free: a backfill head's replay gives back a node for every end it passes,
+    thousands a cycle on a busy fleet (`backfill._PoolReplay` follows its nodes with this)."""
+    n = len(free)
+    for a in allocations:
+        indices = a.gpu_indices
+        if indices and max(indices) < n:  # to its named GPUs, as `give_back_gpus` gives them
+            back = a.gpu_milli or MILLI_PER_GPU
+            for i in indices:
+                m = free[i]
+                if m + back >= MILLI_PER_GPU:
+                    free[i] = MILLI_PER_GPU
+                    whole += m < MILLI_PER_GPU  # one more whole, unless it was whole already
+                else:
+                    free[i] = m + back
+        elif a.gpus or a.gpu_milli:
+            give_back_gpus(free, a)
+            whole = sum([m >= MILLI_PER_GPU for m in free])
+        cpu += a.cpu_milli
+        if cpu > cpu_top:
+            cpu = cpu_top
+        if cpu < 0:
+            cpu = 0
+        mem += a.memory_mib
+        if mem > mem_top:
+            mem = mem_top
+        if mem < 0:
+            mem = 0
+    return cpu, mem, whole
+
+
+def give_back_gpus(free: list[int], a: NodeAllocation) -> None:
     """`a`'s GPUs back into `free` (per GPU), as `NodeCapacity.give_back` says."""
     back = a.gpu_milli if a.gpu_milli else MILLI_PER_GPU
     if a.gpu_indices and all(i < len(free) for i in a.gpu_indices):

@@ -332,3 +332,52 @@ def test_a_head_answers_again_once_a_placement_is_committed_before_its_start():
     held.commit(gpu, (NodeAllocation("a-gpu-0", 2, 0, 1000, 1024, (7, 6)),), runs_past_start)
     assert not held.allows(gpu, two, runs_past_start)  # 6 free at the start: 4 would stay
     assert held.allows(gpu, two, NOW + HOUR)  # ends by the start: no question
+
+
+def _random_node(rng, name: str, gpus: int):
+    from airflow_mcsched.view.node_capacity import NodeCapacity
+
+    shares = [rng.choice([0, 0, 250, 500, 750, 1000, 1000, 1200]) for _ in range(gpus)]  # 1200: a read over a GPU
+    cpu_top, mem_top = 32_000, 256_000
+    return NodeCapacity.of(name, tuple(shares), rng.randint(0, cpu_top), rng.randint(0, mem_top), cpu_top, mem_top)
+
+
+def _random_pod(rng, nodes: list[str], gpus: int) -> NodeAllocation:
+    node = rng.choice([*nodes, "gone"])  # "gone": a node that left the pool
+    cpu, mem = rng.choice([0, 4_000, 40_000]), rng.choice([0, 16_000, 300_000])  # 40,000, 300,000: over the top
+    if rng.random() < 0.5:  # whole GPUs, named or not
+        n = rng.randint(1, gpus)
+        indices = tuple(rng.sample(range(gpus), n)) if rng.random() < 0.8 else ()
+        return NodeAllocation(node, n, 0, cpu, mem, indices)
+    milli = rng.choice([250, 500, 900])  # a share, named or not
+    return NodeAllocation(node, 0, milli, cpu, mem, (rng.randrange(gpus),) if rng.random() < 0.8 else ())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_replay_gives_pods_back_as_the_pool_itself_does(seed):
+    """A head's replay follows the nodes that ends touch as plain numbers (`backfill._PoolReplay`):
+    what it makes of them, and the pods of a gang its nodes hold, are what `PoolCapacity.give_back`
+    gives, at every step. Random nodes and pods: named and unnamed GPUs, shares, reads of more than
+    a whole GPU, CPU and memory past what a node has, a node that left the pool."""
+    import random
+
+    from airflow_mcsched.decision.backfill import _PoolReplay
+    from airflow_mcsched.view.pool_capacity import PoolCapacity
+
+    rng = random.Random(seed)
+    gpus = rng.choice([4, 8])
+    names = [f"n{i}" for i in range(rng.randint(1, 4))]
+    expected = PoolCapacity.of([_random_node(rng, n, gpus) for n in names], gpus)
+    gang = Demand(rng.randint(2, 4), rng.choice([1, 2, gpus]), 0, 1_000, 1_000)
+    one_pod = Demand(1, 0, rng.choice([0, 500]), rng.choice([0, 30_000]), 1_000)
+    replays = [_PoolReplay(expected, gang), _PoolReplay(expected, one_pod)]
+    for step in range(rng.randint(1, 6)):
+        pods = [_random_pod(rng, names, gpus) for _ in range(rng.randint(1, 4))]
+        for replay in replays:
+            replay.give_back(pods)
+        expected = expected.give_back(pods)
+        slots = sum(n.whole_gpus_free // gang.gpus for n in expected.nodes)
+        assert replays[0].may_fit() is (slots >= gang.pods)
+        if step % 2:  # made now, or after more steps
+            assert [replay.capacity().nodes for replay in replays] == [expected.nodes] * 2
+    assert [replay.capacity().nodes for replay in replays] == [expected.nodes] * 2

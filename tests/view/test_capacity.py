@@ -7,7 +7,7 @@ import random
 import pytest
 
 from airflow_mcsched.view import FreeGpuHistogram, NodeAllocation, NodeCapacity, PoolCapacity
-from airflow_mcsched.view.node_capacity import _give_back_gpus
+from airflow_mcsched.view.node_capacity import give_back_gpus
 
 
 def node(name: str, free: tuple[int, ...], cpu: int = 64_000, mem: int = 262_144) -> NodeCapacity:
@@ -72,7 +72,7 @@ def _given_back_one_by_one(n: NodeCapacity, pods: list[NodeAllocation]) -> NodeC
     free = list(n.gpu_milli_free)
     cpu, mem = n.cpu_milli_free, n.memory_mib_free
     for a in pods:
-        _give_back_gpus(free, a)
+        give_back_gpus(free, a)
         cpu = max(0, min(n.cpu_milli_allocatable, cpu + a.cpu_milli))
         mem = max(0, min(n.memory_mib_allocatable, mem + a.memory_mib))
     return NodeCapacity.of(n.name, tuple(free), cpu, mem, n.cpu_milli_allocatable, n.memory_mib_allocatable)
@@ -81,10 +81,12 @@ def _given_back_one_by_one(n: NodeCapacity, pods: list[NodeAllocation]) -> NodeC
 @pytest.mark.parametrize("seed", range(150))
 def test_giving_back_several_pods_at_once_is_giving_them_back_one_by_one(seed):
     """Pods naming their GPUs (as the engine places them), naming GPUs the node lacks, naming none,
-    and shares, on nodes read with shares, whole GPUs, and more than a whole GPU on one."""
+    and shares, on nodes read with shares, whole GPUs, more than a whole GPU on one, and less than
+    nothing."""
     rng = random.Random(seed)
     gpus = rng.choice([0, 1, 4, 8])
-    free = tuple(rng.choice([0, 0, 100, 250, 500, 1000, 1200 if seed % 7 == 0 else 1000]) for _ in range(gpus))
+    over, under = 1200 if seed % 7 == 0 else 1000, -300 if seed % 5 == 0 else 0  # reads over a GPU, or below none
+    free = tuple(rng.choice([0, under, 100, 250, 500, 1000, over]) for _ in range(gpus))
     n = NodeCapacity.of("n", free, rng.randint(0, 64_000), rng.randint(0, 262_144), 64_000, 262_144)
     pods = []
     for _ in range(rng.randint(1, 3)):
