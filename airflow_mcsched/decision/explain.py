@@ -11,6 +11,10 @@ from airflow_mcsched.decision.preemption import PreemptionPlan
 from airflow_mcsched.decision.reason_tally import count_reasons, tally
 from airflow_mcsched.decision.reasons import Reason
 
+MAX_SENTENCES = 4096
+"""Waiting sentences kept (`waiting`), before they are all forgotten."""
+_NOWHERE: dict[tuple[str, Demand, Reason], str] = {}
+
 
 def score_parts(parts: Sequence[ScorePart]) -> str:
     """'price 0.75x2, data_locality 1.00x1': each part's value and weight."""
@@ -40,11 +44,18 @@ def waiting(
     *,
     tally: str | None = None,
 ) -> str:
-    """`tally`: `rejection_tally(rejections)` when the caller already has it (many requests share one)."""
+    """`tally`: `rejection_tally(rejections)` when the caller already has it (many requests share one).
+    The first sentence reads the reason, the demand and the tally alone: kept by those (`_NOWHERE`),
+    as a long queue's waiting requests say the same few sentences every cycle."""
     if not rejections:
         return f"Waiting ({reason}): the fleet has no cluster to consider."
     ranked = rejection_tally(rejections) if tally is None else tally
-    text = f"Waiting ({reason}): nowhere to place {demand.describe()} now; rejected {ranked}."
+    key = (ranked, demand, reason)
+    text = _NOWHERE.get(key)
+    if text is None:
+        if len(_NOWHERE) >= MAX_SENTENCES:
+            _NOWHERE.clear()
+        text = _NOWHERE[key] = f"Waiting ({reason}): nowhere to place {demand.describe()} now; rejected {ranked}."
     if expected_start is not None:
         text += f" Expected to start by {expected_start.isoformat()}; capacity is held for it."
     if deadline is not None and expected_end is not None and expected_end > deadline:

@@ -39,6 +39,25 @@ def test_waiting_for_something_no_wait_will_fix_says_so():
     assert all(r.lasting for r in d.rejections)
 
 
+def test_a_waiting_sentence_said_again_names_its_own_start_and_deadline():
+    """The first sentence of a waiting request is kept by reason, demand and tally (`explain._NOWHERE`);
+    what follows it is each request's own: a start held for it, a deadline it will miss."""
+    from datetime import UTC, datetime, timedelta
+
+    from airflow_mcsched.decision import explain
+    from airflow_mcsched.decision.demand import Demand
+
+    d = decide_one(mixed_fleet(), request(gpus=8, gpu_types=("A100", "L4")))
+    demand, at = Demand(1, 8, 0, 1000, 4096), datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+    plain = explain.waiting(d.reason, demand, d.rejections)
+    held = explain.waiting(d.reason, demand, d.rejections, at, at, at + timedelta(hours=1))
+    assert held.startswith(plain) and "Expected to start by 2026-01-05T12:00:00+00:00" in held
+    assert "will miss its deadline" in held
+    assert explain.waiting(d.reason, demand, d.rejections) == plain  # nothing of the other kept
+    other = explain.waiting(Reason.NO_FEASIBLE_CLUSTER, demand, d.rejections)
+    assert other != plain and other.startswith(f"Waiting ({Reason.NO_FEASIBLE_CLUSTER})")
+
+
 def test_admitted_names_pool_nodes_price_score_parts_and_runners_up():
     d = decide_one(mixed_fleet(), request(gpus=1))
     assert d.outcome is Outcome.ADMITTED and d.reason is Reason.ADMITTED
