@@ -90,7 +90,7 @@ class CycleState:
         """Use per team and GPU type, built from running work the first time anything asks."""
         if self._quota is None:
             # the base's sums, kept from cycle to cycle, while the cycle has not changed its work
-            used = self.running.base.used() if not self.running.version else use_of(self.running.values())
+            used = self.running.base.used() if not self.running.log else use_of(self.running.values())
             self._quota = QuotaLedger(self.policy.quotas, used)
         return self._quota
 

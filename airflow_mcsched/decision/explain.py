@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 
 from airflow_mcsched.decision.demand import Demand
 from airflow_mcsched.decision.outcome import Rejection, ScoredCandidate, ScorePart
 from airflow_mcsched.decision.preemption import PreemptionPlan
 from airflow_mcsched.decision.reason_tally import count_reasons, tally
 from airflow_mcsched.decision.reasons import Reason
+from airflow_mcsched.view.bounded_table import get_or_make
 
 MAX_SENTENCES = 4096
 """Waiting sentences kept (`waiting`), before they are all forgotten."""
@@ -51,16 +53,18 @@ def waiting(
         return f"Waiting ({reason}): the fleet has no cluster to consider."
     ranked = rejection_tally(rejections) if tally is None else tally
     key = (ranked, demand, reason)
-    text = _NOWHERE.get(key)
+    text = _NOWHERE.get(key)  # read first: a `make` for `get_or_make` would be made on every call
     if text is None:
-        if len(_NOWHERE) >= MAX_SENTENCES:
-            _NOWHERE.clear()
-        text = _NOWHERE[key] = f"Waiting ({reason}): nowhere to place {demand.describe()} now; rejected {ranked}."
+        text = get_or_make(_NOWHERE, key, MAX_SENTENCES, partial(_nowhere, reason, demand, ranked))
     if expected_start is not None:
         text += f" Expected to start by {expected_start.isoformat()}; capacity is held for it."
     if deadline is not None and expected_end is not None and expected_end > deadline:
         text += f" At this rate it will miss its deadline {deadline.isoformat()}."
     return text
+
+
+def _nowhere(reason: Reason, demand: Demand, ranked: str) -> str:
+    return f"Waiting ({reason}): nowhere to place {demand.describe()} now; rejected {ranked}."
 
 
 def rejection_tally(rejections: Sequence[Rejection]) -> str:

@@ -34,7 +34,6 @@ class RunningWork:
         "_stopping_for",
         "_work",
         "log",
-        "version",
     )
 
     def __init__(
@@ -66,11 +65,9 @@ class RunningWork:
         self._spread: dict[str, Counter[str]] | None = None
         self._pool_versions: dict[PoolKey, int] = {}
         self._work: dict[PoolKey, tuple[int, tuple[Reservation, ...]]] = {}
-        self.version = 0
-        """Grows whenever work is added or removed anywhere during the cycle."""
         self.log: list[PoolKey] = []
-        """The pools work was added to or removed from, in order (with repeats): what changed since a
-        given point, as `CapacityOverlay.log` says of capacity."""
+        """The pools work was added to or removed from during the cycle, in order (with repeats): what
+        changed since a given point, as `CapacityOverlay.log` says of capacity (empty: nothing yet)."""
         for r in (held or {}).values():
             self._own_pool(r.key)[r.id] = r
             self._changing()[r.id] = r
@@ -113,7 +110,6 @@ class RunningWork:
         return True
 
     def _index(self, r: Reservation, step: int) -> None:
-        self.version += 1
         key = r.key
         self.log.append(key)
         versions = self._pool_versions

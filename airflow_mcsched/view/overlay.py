@@ -13,11 +13,11 @@ class CapacityOverlay:
     """Copy-on-write capacity per pool on top of a `GlobalView`; the view itself is never changed.
 
     Only pools that received an allocation are copied, and a `defer`red change only when the pool
-    is first read. `version` grows with every change, so callers can cache answers that depend on
-    capacity.
+    is first read. `log` names every change in order (and `version` counts them), so callers can
+    cache answers that depend on capacity.
     """
 
-    __slots__ = ("_changed", "_deferred", "_pools", "by_ordinal", "log", "version", "view")
+    __slots__ = ("_changed", "_deferred", "_pools", "by_ordinal", "log", "view")
 
     def __init__(self, view: GlobalView) -> None:
         self.view = view
@@ -30,7 +30,11 @@ class CapacityOverlay:
         holds nothing (a deferred pool, or a position another view's plan names that this one lacks)."""
         self.log: list[int] = []
         """Fleet positions of the pools changed, in order (with repeats): what changed since a given point."""
-        self.version = 0
+
+    @property
+    def version(self) -> int:
+        """Changes so far: grows with every one."""
+        return len(self.log)
 
     def capacity(self, pool: PoolView) -> PoolCapacity:
         key = (pool.cluster, pool.name)
@@ -54,7 +58,6 @@ class CapacityOverlay:
         self._changed[key] = capacity
         self.by_ordinal[pool.ordinal] = capacity
         self.log.append(pool.ordinal)
-        self.version += 1
 
     def defer(self, pool: PoolView, compute: Callable[[], PoolCapacity]) -> None:
         """The untouched pool's capacity is now `compute()` (worked out from the view's own), called
@@ -65,7 +68,6 @@ class CapacityOverlay:
         self._deferred[key] = (pool, compute)
         self.by_ordinal.pop(pool.ordinal, None)
         self.log.append(pool.ordinal)
-        self.version += 1
 
     def take(self, pool: PoolView, allocations: Iterable[NodeAllocation], *, anywhere: bool = False) -> None:
         self.set_capacity(pool, self.capacity(pool).take(allocations, anywhere=anywhere))
