@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/engine_instructions.py --runners-up N
     .venv/bin/python benchmarks/engine_instructions.py --busy   # the full fleet: about ten minutes
     .venv/bin/python benchmarks/engine_instructions.py --busy --busy-file /tmp/full.pickle   # filled once
+    .venv/bin/python benchmarks/engine_instructions.py --live   # the live fleet's cycles 30-49: about 10 minutes
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/engine_instructions.py   # other code
 
 CPU time on a shared machine moves by a fifth from one run to the next, more than most changes to
@@ -23,6 +24,10 @@ of one of each.
 valgrind (minutes) and read by both counted runs; `--busy-file PATH` keeps it there, as
 `engine_cycles.py --busy-file` does (the same file serves both), so counting two versions of the
 engine fills the fleet once.
+`--live`: the live fleet of `memory_soak.py --queue 2000 --arrivals 100 --no-check` (about 800-1,050
+pending requests in those cycles, most waiting), counted to cycle 30 and to cycle 50 (`--live-cycles`)
+in two valgrind runs side by side; the difference over the cycles between is what one of its cycles
+takes. Its cycles differ from one another, so only the same cycles of two versions compare.
 Hash seeds are fixed (`PYTHONHASHSEED=0`), so dict and set orders do not move the count.
 A count is not a time (a cache miss costs more than an instruction), but between versions of the
 engine the two have moved together within a few per cent. Needs valgrind (Debian: `apt install
@@ -32,6 +37,7 @@ valgrind`); about a minute.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import random
 import re
@@ -43,6 +49,8 @@ from datetime import timedelta
 
 WARM_CYCLES = 2
 LATER = timedelta(seconds=5)
+LIVE_QUEUE, LIVE_ARRIVALS = 2000, 100
+"""`--live`: the first cycle's queue and the new requests a cycle (`memory_soak.py --queue --arrivals`)."""
 
 
 def _cycles(args: argparse.Namespace, measured: int) -> None:
@@ -78,8 +86,21 @@ def _cycles(args: argparse.Namespace, measured: int) -> None:
             now += LATER
 
 
-def _counted(args: argparse.Namespace, measured: int) -> int:
-    command = [
+def _live(cycles: int) -> None:
+    """The cycles valgrind counts with `--live`: the live fleet's first `cycles` cycles."""
+    from airflow_mcsched.decision import Policy
+
+    # imported after the engine: run as a script it puts its own tree first on the path, and the
+    # engine counted must be the one PYTHONPATH names, as the outer run reports
+    memory_soak = importlib.import_module("memory_soak")
+    fleet = memory_soak.live_fleet(100, 1, LIVE_QUEUE, LIVE_ARRIVALS)
+    for _ in memory_soak.soak(fleet, cycles, Policy(), timedelta(seconds=120), check=False):
+        pass
+
+
+def _command(args: argparse.Namespace, measured: int) -> list[str]:
+    """The valgrind command that counts the run of `measured` cycles."""
+    return [
         "valgrind",
         "--tool=cachegrind",
         "--cache-sim=no",
@@ -96,14 +117,35 @@ def _counted(args: argparse.Namespace, measured: int) -> int:
         *(["--newqueue"] if args.newqueue else []),
         *(["--runners-up", str(args.runners_up)] if args.runners_up is not None else []),
         *(["--running", args.running] if args.running is not None else []),
+        *(["--live"] if args.live else []),
     ]
-    done = subprocess.run(
-        command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"}
-    )
-    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+
+
+def _counted(args: argparse.Namespace, *measured: int) -> list[int]:
+    """Instructions of each run, `measured` cycles each, the runs side by side (one per core)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    runs = [
+        subprocess.Popen(_command(args, m), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for m in measured
+    ]
+    counts = []
+    for run in runs:
+        stdout, stderr = run.communicate()
+        found = re.search(r"I\s+refs:\s+([\d,]+)", stderr)
+        if run.returncode or found is None:
+            raise SystemExit(f"the counted run failed (status {run.returncode}):\n{stderr[-2000:]}")
+        if stdout.strip() != _engine():
+            raise SystemExit(f"the counted run measured the engine in {stdout.strip()}, not {_engine()}")
+        counts.append(int(found.group(1).replace(",", "")))
+    return counts
+
+
+def _engine() -> str:
+    """Where the engine this process imports lives: the installed package, unless PYTHONPATH names
+    another tree (running this from another tree's folder does not change it)."""
+    import airflow_mcsched
+
+    return os.path.dirname(airflow_mcsched.__file__)
 
 
 def main() -> None:
@@ -119,11 +161,19 @@ def main() -> None:
     parser.add_argument(
         "--busy-file", default=None, help="with --busy: the full fleet's work, pickled (as engine_cycles.py's)"
     )
+    parser.add_argument("--live", action="store_true", help="the live fleet of memory_soak.py (see above)")
+    parser.add_argument(
+        "--live-cycles", default="30,50", help="with --live: the cycles counted to, FIRST,LAST (default 30,50)"
+    )
     parser.add_argument("--inner", type=int, default=None, help=argparse.SUPPRESS)  # the run valgrind counts
     parser.add_argument("--running", default=None, help=argparse.SUPPRESS)  # the full fleet's work, pickled
     args = parser.parse_args()
     if args.inner is not None:
-        _cycles(args, args.inner)
+        if args.live:
+            _live(args.inner)
+        else:
+            _cycles(args, args.inner)
+        print(_engine())  # the outer run checks it measured the engine it names
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt install valgrind)")
@@ -131,18 +181,25 @@ def main() -> None:
         if args.busy:  # made once, outside valgrind (minutes), and read by both counted runs
             args.running = args.busy_file or os.path.join(folder, "running.pickle")
             _fill(args.queue, args.running)
-        one, three = _counted(args, 1), _counted(args, 3)
-    print(
-        f"{args.queue} queue{', full fleet' if args.busy else ''}{', 5 s later each cycle' if args.later else ''}"
-        f"{', a tenth of the pools changed each cycle' if args.changed else ''}"
-        f"{', a new read and new requests each cycle' if args.newqueue else ''}: "
-        f"{(three - one) / 2 / 1e6:.0f} M instructions per cycle"
-    )
-    # the engine measured is the one Python imports: the installed package unless PYTHONPATH names
-    # another tree (running this from another tree's folder does not change it)
-    import airflow_mcsched
-
-    print(f"engine measured: {os.path.dirname(airflow_mcsched.__file__)}")
+        if args.live:
+            first, last = (int(n) for n in args.live_cycles.split(","))
+            low, high = _counted(args, first, last)
+        else:
+            one, three = _counted(args, 1, 3)
+    if args.live:
+        print(
+            f"live fleet ({LIVE_QUEUE} requests first, {LIVE_ARRIVALS} new a cycle), "
+            f"{f'cycle {first}' if last - first == 1 else f'cycles {first}-{last - 1}'}: "
+            f"{(high - low) / (last - first) / 1e6:.1f} M instructions per cycle"
+        )
+    else:
+        print(
+            f"{args.queue} queue{', full fleet' if args.busy else ''}{', 5 s later each cycle' if args.later else ''}"
+            f"{', a tenth of the pools changed each cycle' if args.changed else ''}"
+            f"{', a new read and new requests each cycle' if args.newqueue else ''}: "
+            f"{(three - one) / 2 / 1e6:.0f} M instructions per cycle"
+        )
+    print(f"engine measured: {_engine()}")
 
 
 def _fleet(queue_kind: str) -> tuple:
