@@ -140,6 +140,14 @@ def _counted(args: argparse.Namespace, *measured: int) -> list[int]:
     return counts
 
 
+def _cycle_span(text: str) -> tuple[int, int]:
+    """`--live-cycles FIRST,LAST`: two whole numbers, the first smaller."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts) or int(parts[0]) >= int(parts[1]):
+        raise argparse.ArgumentTypeError(f"{text!r}: give two whole numbers, the first smaller, as in 30,50")
+    return int(parts[0]), int(parts[1])
+
+
 def _engine() -> str:
     """Where the engine this process imports lives: the installed package, unless PYTHONPATH names
     another tree (running this from another tree's folder does not change it)."""
@@ -163,7 +171,10 @@ def main() -> None:
     )
     parser.add_argument("--live", action="store_true", help="the live fleet of memory_soak.py (see above)")
     parser.add_argument(
-        "--live-cycles", default="30,50", help="with --live: the cycles counted to, FIRST,LAST (default 30,50)"
+        "--live-cycles",
+        type=_cycle_span,
+        default=(30, 50),
+        help="with --live: the cycles counted to, FIRST,LAST (default 30,50)",
     )
     parser.add_argument("--inner", type=int, default=None, help=argparse.SUPPRESS)  # the run valgrind counts
     parser.add_argument("--running", default=None, help=argparse.SUPPRESS)  # the full fleet's work, pickled
@@ -182,7 +193,7 @@ def main() -> None:
             args.running = args.busy_file or os.path.join(folder, "running.pickle")
             _fill(args.queue, args.running)
         if args.live:
-            first, last = (int(n) for n in args.live_cycles.split(","))
+            first, last = args.live_cycles
             low, high = _counted(args, first, last)
         else:
             one, three = _counted(args, 1, 3)
