@@ -35,6 +35,7 @@ import random
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -48,6 +49,15 @@ from airflow_mcsched.access.profiles import ClusterProfile
 from airflow_mcsched.decision import AdmissionResult, Outcome, PlacementRequest, Policy, Reservation, decide, plan_cache
 from airflow_mcsched.view import NodeAllocation, build_view
 from benchmarks.bench_engine import NOW, TEAMS, changed_nodes, fleet_and_queues, make_queue
+from benchmarks.governed_fleet import (
+    SEED_OFFSET,
+    cordoned_now,
+    domains_of,
+    governed_policy,
+    governed_request,
+    unsettled,
+    with_kept_gpus,
+)
 
 SHOWN_PER_CYCLE = 0.7
 """The chance, each cycle, that a granted pod not shown yet shows in the reads."""
@@ -74,6 +84,12 @@ class LiveFleet:
     drift: float = 0.1
     """The share of the pools where other tenants' use moves each cycle."""
     lapsed: set[str] = field(default_factory=set)
+    governed: random.Random | None = None
+    """With `--governed`, the generator of what governed_fleet.py adds (reads, requests); None without."""
+
+    def profiles_now(self) -> list[ClusterProfile]:
+        """The fleet's profiles this cycle: governed, with the cluster cordoned now."""
+        return self.profiles if self.governed is None else cordoned_now(self.profiles, self.cycle)
 
     def reads(self) -> list[ClusterObservation]:
         """The capacity reads now: other tenants' use, and our pods that show, on their nodes."""
@@ -89,7 +105,7 @@ class LiveFleet:
             nodes = tuple(_with_pods(n, taken[n.name]) if n.name in taken else n for n in o.nodes)
             seen = frozenset(shown_by_cluster.get(o.cluster, ()))
             out.append(dataclasses.replace(o, nodes=nodes, observed_at=self.now, reservation_ids_seen=seen))
-        return out
+        return out if self.governed is None else unsettled(out, self.governed, self.now)
 
     def after(self, result: AdmissionResult, step: timedelta, lease: timedelta) -> None:
         """Move on past a cycle's result: its grants run, its victims and lapsed leases go, the
@@ -120,7 +136,7 @@ class LiveFleet:
         rng, n = self.rng, self.new_per_cycle
         fresh = make_queue(n // 2, rng)
         steps = [rng.choice(self.steps) for _ in range(n - n // 2)]
-        return [
+        arrivals = [
             r.model_copy(
                 update={
                     "id": f"c{self.cycle}-{i}",
@@ -130,6 +146,10 @@ class LiveFleet:
             )
             for i, r in enumerate([*fresh, *steps])
         ]
+        if self.governed is None:
+            return arrivals
+        domains = domains_of(self.profiles)
+        return [governed_request(r, self.governed, self.cycle, domains) for r in arrivals]
 
 
 def _with_pods(node: NodeObservation, pods: Sequence[NodeAllocation]) -> NodeObservation:
@@ -170,9 +190,17 @@ def _drifted(reads: list[ClusterObservation], rng: random.Random, share: float) 
     return changed_nodes(reads, rng, moved, share)
 
 
-def live_fleet(clusters: int, seed: int, queue: int = 300, new_per_cycle: int = 60, drift: float = 0.1) -> LiveFleet:
+def live_fleet(
+    clusters: int,
+    seed: int,
+    queue: int = 300,
+    new_per_cycle: int = 60,
+    drift: float = 0.1,
+    governed: bool = False,
+) -> LiveFleet:
     """The benchmark's fleet (`bench_engine.fleet_and_queues`) as the soak's first cycle sees it:
-    its running work, the pods it reads as shown, and a queue of `queue` requests."""
+    its running work, the pods it reads as shown, and a queue of `queue` requests. `governed`: with
+    what governed_fleet.py adds (decide it with `governed_policy(fleet.profiles)`)."""
     rng = random.Random(seed)
     profiles, observations, running, _, steps, different = fleet_and_queues(clusters, rng)
     if queue > len(steps) + len(different):
@@ -180,20 +208,27 @@ def live_fleet(clusters: int, seed: int, queue: int = 300, new_per_cycle: int = 
     shown = {rid for o in observations for rid in o.reservation_ids_seen}
     # the benchmark's reads count its running work already: theirs are other tenants' use here
     others = [dataclasses.replace(o, reservation_ids_seen=frozenset()) for o in observations]
+    # ids of their own: the benchmark's two queues number their requests alike
+    first = [
+        *(r.model_copy(update={"id": f"any-{r.id}"}) for r in different[: queue // 2]),
+        *(r.model_copy(update={"id": f"steps-{r.id}"}) for r in steps[: queue - queue // 2]),
+    ]
+    drawn = random.Random(seed + SEED_OFFSET) if governed else None
+    if drawn is not None:
+        profiles = with_kept_gpus(profiles)
+        domains = domains_of(profiles)
+        first = [governed_request(r, drawn, 0, domains) for r in first]
     return LiveFleet(
         profiles=profiles,
         others=others,
         running={r.id: r for r in running},
         shown=shown,
-        # ids of their own: the benchmark's two queues number their requests alike
-        queue=[
-            *(r.model_copy(update={"id": f"any-{r.id}"}) for r in different[: queue // 2]),
-            *(r.model_copy(update={"id": f"steps-{r.id}"}) for r in steps[: queue - queue // 2]),
-        ],
+        queue=first,
         steps=steps,
         rng=rng,
         new_per_cycle=new_per_cycle,
         drift=drift,
+        governed=drawn,
     )
 
 
@@ -210,6 +245,9 @@ class CycleFigures:
     fresh_ms: float
     """NaN when the cycle was not decided afresh (`check=False`)."""
     kept_ms: float
+    reasons: Counter[str] = field(default_factory=Counter, compare=False)
+    """What the cycle's decisions name: each reason a waiting request was rejected for anywhere
+    (once per request), and each victim's: which of the engine's paths the cycle went through."""
 
     def line(self) -> str:
         fresh = "" if math.isnan(self.fresh_ms) else f"with nothing kept {self.fresh_ms:7.1f}, "
@@ -260,7 +298,7 @@ def soak(
     CPU time of a live fleet's cycles, undisturbed by the cycles decided afresh."""
     plan_cache.forget_all()
     for _ in range(cycles):
-        view = build_view(fleet.profiles, fleet.reads(), fleet.now)
+        view = build_view(fleet.profiles_now(), fleet.reads(), fleet.now)
         running = list(fleet.running.values())
         fresh_ms = float("nan")
         if check:
@@ -283,10 +321,19 @@ def soak(
             waiting=outcomes.count(Outcome.WAITING),
             victims=len(kept.preemptions),
             reclaimed=len(kept.reclaimed),
+            reasons=_reasons_named(kept),
             fresh_ms=fresh_ms,
             kept_ms=kept_ms,
         )
         fleet.after(kept, step, policy.lease)
+
+
+def _reasons_named(result: AdmissionResult) -> Counter[str]:
+    named: Counter[str] = Counter()
+    for d in result.decisions:
+        named.update({r.reason.value for r in d.rejections})
+    named.update(f"victim: {v.reason.value}" for v in result.preemptions)
+    return named
 
 
 def main() -> None:
@@ -301,11 +348,18 @@ def main() -> None:
     parser.add_argument(
         "--no-check", action="store_true", help="decide with the memory only: the CPU ms of a live fleet's cycles"
     )
+    parser.add_argument(
+        "--governed",
+        action="store_true",
+        help="quotas, kept GPUs, spread groups, failure domains, cost ceilings, overrides, aging, failed, "
+        "old and cordoned clusters (benchmarks/governed_fleet.py)",
+    )
     args = parser.parse_args()
-    fleet = live_fleet(args.clusters, args.seed, args.queue, args.arrivals, args.drift)
+    fleet = live_fleet(args.clusters, args.seed, args.queue, args.arrivals, args.drift, args.governed)
+    policy = governed_policy(fleet.profiles) if args.governed else Policy()
     seen: list[CycleFigures] = []
     try:
-        for figures in soak(fleet, args.cycles, Policy(), timedelta(seconds=args.step), check=not args.no_check):
+        for figures in soak(fleet, args.cycles, policy, timedelta(seconds=args.step), check=not args.no_check):
             print(figures.line(), flush=True)
             seen.append(figures)
     except MemoryChangedADecision as e:
@@ -319,6 +373,9 @@ def main() -> None:
         print(f"{args.cycles} cycles on {args.clusters} clusters (seed {args.seed}): {what}, nothing checked")
     else:
         print(f"{args.cycles} cycles on {args.clusters} clusters (seed {args.seed}): {what}, all equal both ways")
+    named = sum((f.reasons for f in seen), Counter())
+    print("reasons named (requests rejected for each anywhere, victims):")
+    print("  " + ", ".join(f"{reason} {count:,}" for reason, count in sorted(named.items())))
     later = seen[len(seen) // 2 :]
     print(
         f"the second half's cycles: queue {statistics.median(f.queue for f in later):.0f} (median), "

@@ -69,6 +69,12 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     same. (A request alike that comes earlier in a cycle than the one that waited, where most pools
     read differently, judges some of them for nothing before its ranking: a few per cent of the
     benchmark's same-view cycle, which a bound on how many may differ did not pay back on a live fleet.)
+
+    A request with live filters (a team's quota, GPUs kept for some, a spread group: verdicts that
+    read its team, its priority or the cycle's grants) that no pool took when last decided
+    (`PlanMemory.fitted_nowhere`) is scanned first as well, every eligible pool judged, and ranked
+    only when one takes it: on a governed fleet most of a long queue waits, and a ranking that finds
+    nothing went over every pool before the scan judged them all again.
     """
     setup = setup_for(ctx, filters, scores)
     out = Evaluation(setup, setup.plan)
@@ -94,6 +100,11 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
             if scan is not None:
                 _share(ctx, setup, scan, fits_nowhere)
                 return out
+    elif memory.fitted_nowhere.get(ctx.request.id):  # live filters, and no pool took it last time
+        if _scan(ctx, setup, out, until_fit=True):
+            memory.fitted_nowhere[ctx.request.id] = True
+            return out
+        out.judged = []  # a pool takes it: the ranking finds the best
     ranking = ranking_for(ctx, setup)
     out.feasible = ranking.best(ctx, setup, want)
     remember_start(ctx, setup, ranking)
@@ -102,6 +113,8 @@ def evaluate(ctx: RequestContext, filters: Sequence[Filter], scores: Sequence[Sc
     scan = None if scan_key is None else _rescan(ctx, setup, scan_key, out, last)
     if scan is None:
         _scan(ctx, setup, out)
+        if alike is None:
+            memory.fitted_nowhere[ctx.request.id] = True
         return out
     _share(ctx, setup, scan, fits_nowhere)
     return out
@@ -142,8 +155,9 @@ def _fits_nowhere_key(ctx: RequestContext, setup: Setup) -> tuple | None:
     return setup.fit_key
 
 
-def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
-    """Judge every eligible pool in fleet order of static score, recording each rejection."""
+def _scan(ctx: RequestContext, setup: Setup, out: Evaluation, until_fit: bool = False) -> bool:
+    """Judge every eligible pool in order of static score, recording each rejection; False when
+    `until_fit` and a pool takes the request (the scan stops there, its rejections partial)."""
     overlay = ctx.cycle.overlay
     changed = overlay.by_ordinal
     judged = out.judged
@@ -161,6 +175,9 @@ def _scan(ctx: RequestContext, setup: Setup, out: Evaluation) -> None:
             if rejection[1].pool is None:
                 cluster_rejected[cluster.name] = True
             judged.append(rejection)
+        elif until_fit:
+            return False
+    return True
 
 
 def _fit_rejection(

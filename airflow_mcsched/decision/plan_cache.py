@@ -48,6 +48,8 @@ MAX_LAST_SCANS = 2048
 """Waiting requests' last scans kept, by demand and plan (`PlanMemory.last_scans`): each holds a
 capacity object and a rejection per eligible pool."""
 MAX_STATES = 16
+MAX_FITTED_NOWHERE = 65536
+"""Request ids a memory keeps as having fitted no pool when last decided (`PlanMemory.fitted_nowhere`)."""
 MAX_VICTIM_CONTENTS = 4096
 """Pools and priorities whose victims' content a memory keeps (`PlanMemory.victims`)."""
 MAX_POOLS = 16384
@@ -164,6 +166,7 @@ class PlanMemory:
         "derived",
         "fit_memo",
         "fits_nowhere",
+        "fitted_nowhere",
         "fruitless",
         "last_scans",
         "plugins",
@@ -195,6 +198,9 @@ class PlanMemory:
         """The latest scan of a request that fits no pool, by demand and fit filters and the plan's
         identity, with the capacity objects its pools were judged on (`candidates.WaitingScan`): the
         next cycle's scan of the same judges again only the pools whose capacity object changed."""
+        self.fitted_nowhere: Generations[str, bool] = Generations(MAX_FITTED_NOWHERE)
+        """The requests, by id, that a scan found no pool for when last decided, among those whose
+        verdicts read the team, the priority or the cycle (candidates.py): scanned first next time."""
         self.waiting_parts: Generations[tuple[int, int], tuple] = Generations(MAX_FIT_MEMOS)
         """The reason, rejections and tally of those rejections with a plan's lasting ones, by the
         identity of both, with the counts of the rejections judged (admission.py)."""

@@ -21,6 +21,7 @@ class RunningWork:
         "_base",
         "_by_id",
         "_by_id_own",
+        "_by_team_type",
         "_domain_of",
         "_ends_own",
         "_interruptible",
@@ -29,6 +30,7 @@ class RunningWork:
         "_own",
         "_pool_versions",
         "_spread",
+        "_spread_sets",
         "_stamp_book",
         "_stamps",
         "_stopping_for",
@@ -63,6 +65,8 @@ class RunningWork:
         self._lowest: dict[PoolKey | None, float] = {}  # min of each of those counts, when asked
         self._stopping_for: Counter[str] = Counter()  # what the cycle changed of the base's
         self._spread: dict[str, Counter[str]] | None = None
+        self._spread_sets: dict[str, frozenset[str]] = {}  # `spread_domains`, until the group's work changes
+        self._by_team_type: defaultdict[tuple[str, str | None], dict[str, Reservation]] | None = None
         self._pool_versions: dict[PoolKey, int] = {}
         self._work: dict[PoolKey, tuple[int, tuple[Reservation, ...]]] = {}
         self.log: list[PoolKey] = []
@@ -149,6 +153,13 @@ class RunningWork:
             domain = self._domain_of(r.cluster)
             if domain is not None:
                 self._spread[r.spread_group][domain] += step
+                self._spread_sets.pop(r.spread_group, None)
+        if self._by_team_type is not None:
+            of_team = self._by_team_type[(r.team, r.gpu_type)]
+            if step > 0:
+                of_team[r.id] = r
+            else:
+                of_team.pop(r.id, None)
 
     # -- reading -----------------------------------------------------------------------------
     def pool_version(self, key: PoolKey) -> int:
@@ -227,8 +238,12 @@ class RunningWork:
         """True when victims chosen for this request earlier are still stopping."""
         return self._base.stopping().get(request_id, 0) + self._stopping_for.get(request_id, 0) > 0
 
-    def spread_domains(self, group: str) -> set[str]:
-        """Failure domains that already hold a member of this spread group."""
+    def spread_domains(self, group: str) -> frozenset[str]:
+        """Failure domains that already hold a member of this spread group: one object while the
+        group's work is unchanged (a member's every check of every cluster reads it)."""
+        known = self._spread_sets.get(group)
+        if known is not None:
+            return known
         if self._spread is None:
             self._spread = defaultdict(Counter)
             for r in self._by_id.values():
@@ -236,4 +251,17 @@ class RunningWork:
                     domain = self._domain_of(r.cluster)
                     if domain is not None:
                         self._spread[r.spread_group][domain] += 1
-        return {d for d, n in self._spread.get(group, Counter()).items() if n > 0}
+        known = self._spread_sets[group] = frozenset(d for d, n in self._spread.get(group, Counter()).items() if n > 0)
+        return known
+
+    def of_teams(self, teams: Iterable[str], gpu_type: str | None) -> list[Reservation]:
+        """The work of these teams on GPUs of `gpu_type`, anywhere: what may give back quota of that type
+        (preemption.py reads it for each pool it searches for a team short of quota). Indexed by team
+        and GPU type when first asked, then kept up to date: going over all running work for each
+        pool searched was a seventh of a governed fleet's cycle."""
+        index = self._by_team_type
+        if index is None:
+            index = self._by_team_type = defaultdict(dict)
+            for r in self._by_id.values():
+                index[(r.team, r.gpu_type)][r.id] = r
+        return [r for team in teams for r in index.get((team, gpu_type), {}).values()]

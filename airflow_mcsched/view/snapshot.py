@@ -183,12 +183,13 @@ class ClusterView:
 
     @property
     def layout(self) -> tuple:
-        """Everything the cluster says except its pools' free capacity, the time of its read and the
-        reservations it saw (see `GlobalView.layout`)."""
+        """Everything the cluster says except its pools' free capacity, the time of its read, the
+        reservations it saw and its pods running (see `GlobalView.layout`). No decision reads the
+        pods running, and a live cluster's count moves with every pod that starts or ends: in the
+        layout, it made each such read a new layout, and the engine learnt the fleet again."""
         return (
             self.declared,
             self.error,
-            self.pods_running,
             self.pods_pending,
             tuple(p.capacity.allocatable_gpus for p in self.pools),  # how many GPUs (not how many free)
         )

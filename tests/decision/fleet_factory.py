@@ -40,6 +40,7 @@ def observe(
     waiting: Sequence[str] = (),
     not_ready: Mapping[str, int] | None = None,
     pods_pending: int = 0,
+    pods_running: int = 0,
 ) -> ClusterObservation:
     """Nodes named <cluster>-<pool>-<i>. `free[pool]` = whole free GPUs per node (default all);
     `shares[pool]` = free milli per GPU per node; `cpu_free[pool]` = free cores per node."""
@@ -72,6 +73,7 @@ def observe(
         profile.name,
         at,
         tuple(nodes),
+        pods_running=pods_running,
         pods_pending=pods_pending,
         reservation_ids_seen=frozenset(seen),
         reservation_ids_waiting=frozenset(waiting),

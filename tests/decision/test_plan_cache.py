@@ -215,12 +215,17 @@ def test_views_alike_in_layout_share_the_memory_and_decide_as_themselves(seed, p
 
 
 def test_layout_leaves_out_only_what_a_capacity_read_changes():
-    """Free capacity, read times and reservations seen are not in it; health, queue length and
-    anything from the profile are."""
+    """Free capacity, read times, reservations seen and pods running (which no decision reads) are
+    not in it; health, queue length and anything from the profile are."""
     profile = cluster("a", pool("gpu", "A100", nodes=2))
     base = view_of((profile, observe(profile, free={"gpu": [8, 8]}, pods_pending=1)))
     same = view_of(
-        (profile, observe(profile, free={"gpu": [2, 0]}, at=NOW - timedelta(seconds=5), seen=["x"], pods_pending=1))
+        (
+            profile,
+            observe(
+                profile, free={"gpu": [2, 0]}, at=NOW - timedelta(seconds=5), seen=["x"], pods_pending=1, pods_running=7
+            ),
+        )
     )
     assert same.layout == base.layout
     failed = view_of((profile, observe(profile, error="connection refused", pods_pending=1)))
