@@ -14,8 +14,10 @@ move:
   two other teams; weight overrides for a team, a kind of work, and both; aging after 30 minutes;
 - **fleet** (`with_kept_gpus`): every fourth cluster keeps 16 GPUs of its large type for the `high`
   and `critical` classes, every sixth all GPUs of its small type for `team-7`;
-- **reads** (`unsettled`): each cycle, each cluster's read fails (1 %: no capacity, an error) or
-  is old (2 %: `OLD_READ`, older than the policy's limit);
+- **reads** (`with_pod_counts`, `unsettled`): each read counts our pods as a Kubernetes read does
+  (those a node shows as running, the others as pending), so the counts move from read to read as
+  a live cluster's do; each cycle, each cluster's read fails (1 %: no capacity, an error) or is
+  old (2 %: `OLD_READ`, older than the policy's limit);
 - **operators** (`cordoned_now`): one cluster cordoned at a time, another every 25 cycles (a new
   layout each time, and the one before again after that);
 - **requests** (`governed_request`): spread groups of a few members, failure domains to use or to
@@ -27,11 +29,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from airflow_mcsched.access.capacity import ClusterObservation
 from airflow_mcsched.access.profiles import ClusterProfile, ClusterState, GpuReservation
-from airflow_mcsched.decision import PlacementRequest, Policy
+from airflow_mcsched.decision import PlacementRequest, Policy, Reservation
 
 SEED_OFFSET = 7919
 """The governed draws' generator is seeded with the soak's seed plus this: its own sequence."""
@@ -111,6 +114,24 @@ def unsettled(reads: list[ClusterObservation], rng: random.Random, now: datetime
             o = ClusterObservation(o.cluster, now, error="read failed: the API server timed out")
         elif draw < FAILED + OLD:
             o = dataclasses.replace(o, observed_at=now - OLD_READ)
+        out.append(o)
+    return out
+
+
+def with_pod_counts(
+    reads: list[ClusterObservation], running: Iterable[Reservation], shown: set[str]
+) -> list[ClusterObservation]:
+    """The reads with the pod counts a Kubernetes read gives (`access/kube_reader.py`): our pods a
+    node shows as running, the others as pending, on top of other tenants' (the reads' own)."""
+    counts: dict[str, list[int]] = {}
+    for r in running:
+        count = counts.setdefault(r.cluster, [0, 0])
+        count[r.id not in shown] += len(r.pods)
+    out = []
+    for o in reads:
+        ours = counts.get(o.cluster)
+        if ours is not None:
+            o = dataclasses.replace(o, pods_running=o.pods_running + ours[0], pods_pending=o.pods_pending + ours[1])
         out.append(o)
     return out
 

@@ -57,6 +57,7 @@ from benchmarks.governed_fleet import (
     governed_request,
     unsettled,
     with_kept_gpus,
+    with_pod_counts,
 )
 
 SHOWN_PER_CYCLE = 0.7
@@ -105,7 +106,9 @@ class LiveFleet:
             nodes = tuple(_with_pods(n, taken[n.name]) if n.name in taken else n for n in o.nodes)
             seen = frozenset(shown_by_cluster.get(o.cluster, ()))
             out.append(dataclasses.replace(o, nodes=nodes, observed_at=self.now, reservation_ids_seen=seen))
-        return out if self.governed is None else unsettled(out, self.governed, self.now)
+        if self.governed is None:
+            return out
+        return unsettled(with_pod_counts(out, self.running.values(), self.shown), self.governed, self.now)
 
     def after(self, result: AdmissionResult, step: timedelta, lease: timedelta) -> None:
         """Move on past a cycle's result: its grants run, its victims and lapsed leases go, the

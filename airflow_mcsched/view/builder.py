@@ -49,6 +49,7 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
     excluded: dict[str, int] = dict.fromkeys(by_pool, 0)
     pools = {p.name: p for p in profile.node_pools}
     healthy = obs is not None and obs.error is None
+    pending = 0 if obs is None else obs.pods_pending
     if healthy and obs is not None:
         for node in obs.nodes:
             name = _pool_for(node, pools, profile)
@@ -73,7 +74,7 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
             spot_price_per_gpu_hour=p.spot_price_per_gpu_hour,
             gpu_sharing=p.gpu_sharing,
             labels=p.labels,
-            capacity=_capacity_of(profile.name, p, tuple(by_pool[p.name]), excluded[p.name]),
+            capacity=_capacity_of(profile.name, p, tuple(by_pool[p.name]), excluded[p.name], pending),
         )
         for i, p in enumerate(profile.node_pools)
     )
@@ -91,7 +92,7 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
         observed_at=None if obs is None else obs.observed_at,
         error=None if obs is None else obs.error,
         pods_running=0 if obs is None else obs.pods_running,
-        pods_pending=0 if obs is None else obs.pods_pending,
+        pods_pending=pending,
         reservation_ids_seen=frozenset() if obs is None else obs.reservation_ids_seen,
         reservation_ids_waiting=frozenset() if obs is None else obs.reservation_ids_waiting,
         pools=views,
@@ -100,9 +101,12 @@ def _cluster_view(profile: ClusterProfile, obs: ClusterObservation | None, first
     return view
 
 
-def _capacity_of(cluster: str, pool: NodePool, nodes: tuple[NodeCapacity, ...], excluded: int) -> PoolCapacity:
-    """The pool's capacity; the very object of its last read when this read found its nodes as they
-    were, else the object of any earlier read or grant alike in content (capacity_table.py). The
+def _capacity_of(
+    cluster: str, pool: NodePool, nodes: tuple[NodeCapacity, ...], excluded: int, pending: int
+) -> PoolCapacity:
+    """The pool's capacity; the very object of its last read when this read found its nodes (and its
+    cluster's pods pending) as they were, else the object of any earlier read or grant alike in
+    content (capacity_table.py). The
     engine remembers what it worked out per capacity object (node choices, scores, its ranking of
     pools: decision/plan_cache.py), so after a sync that object keeps all of that for every pool the
     sync found unchanged, and only changed pools are judged again."""
@@ -113,10 +117,16 @@ def _capacity_of(cluster: str, pool: NodePool, nodes: tuple[NodeCapacity, ...], 
         and last.nodes == nodes
         and last.gpus_per_node == pool.gpus_per_node
         and last.nodes_excluded == excluded
+        and last.pods_pending == pending
     ):
         return last
     capacity = capacity_of(
-        key, nodes, pool.gpus_per_node, excluded, lambda: PoolCapacity.of(nodes, pool.gpus_per_node, excluded)
+        key,
+        nodes,
+        pool.gpus_per_node,
+        excluded,
+        pending,
+        lambda: PoolCapacity.of(nodes, pool.gpus_per_node, excluded, pods_pending=pending),
     )
     if len(_last_capacity) >= MAX_POOLS_REMEMBERED:
         _last_capacity.clear()

@@ -31,16 +31,20 @@ def capacity_of(
     nodes: tuple[NodeCapacity, ...],
     gpus_per_node: int,
     nodes_excluded: int,
+    pods_pending: int,
     make: Callable[[], PoolCapacity],
 ) -> PoolCapacity:
     """The kept object of this pool (cluster, pool name) and content, else `make()`, kept from now on.
 
-    The nodes (names, free GPUs, CPU and memory) and the two counts are everything a capacity's
+    The nodes (names, free GPUs, CPU and memory) and the three counts are everything a capacity's
     other fields are made from, so a read looks its content up before making the object.
     """
-    return get_or_make(_by_content, (pool, nodes, gpus_per_node, nodes_excluded), MAX_CAPACITIES, make)
+    key = (pool, nodes, gpus_per_node, nodes_excluded, pods_pending)
+    return get_or_make(_by_content, key, MAX_CAPACITIES, make)
 
 
 def canonical(pool: tuple[str, str], capacity: PoolCapacity) -> PoolCapacity:
     """The kept object of this pool with `capacity`'s content, else `capacity` itself, kept from now on."""
-    return capacity_of(pool, capacity.nodes, capacity.gpus_per_node, capacity.nodes_excluded, lambda: capacity)
+    return capacity_of(
+        pool, capacity.nodes, capacity.gpus_per_node, capacity.nodes_excluded, capacity.pods_pending, lambda: capacity
+    )

@@ -34,6 +34,12 @@ class PoolCapacity:
     largest_memory_mib_free_on_node: int
     histogram: FreeGpuHistogram
     node_index: dict[str, int] = field(compare=False, repr=False)
+    pods_pending: int = 0
+    """The pods its cluster's read found pending (waiting for a node), which `load` reads. Part of
+    the content (capacity_table.py), so that the engine, which keeps what it worked out per capacity
+    object, works the pool out again when the count moves, as when its nodes do: that count moves
+    with almost every read of a live cluster, and as part of the view's layout it made the engine
+    learn the whole fleet again."""
 
     @classmethod
     def of(
@@ -42,6 +48,7 @@ class PoolCapacity:
         gpus_per_node: int,
         nodes_excluded: int = 0,
         node_index: dict[str, int] | None = None,
+        pods_pending: int = 0,
     ) -> PoolCapacity:
         nodes = tuple(nodes)
         alloc = whole = milli = cpu = mem = 0
@@ -73,6 +80,7 @@ class PoolCapacity:
             top_mem,
             FreeGpuHistogram.of((n.whole_gpus_free for n in nodes), gpus_per_node),
             node_index,
+            pods_pending,
         )
 
     @classmethod
@@ -201,7 +209,7 @@ class PoolCapacity:
             top_cpu = max(top_cpu, new.cpu_milli_free)
             top_mem = max(top_mem, new.memory_mib_free)
         if max(n.whole_gpus_free for n in changed.values()) >= len(at_least):
-            return PoolCapacity.of(nodes, self.gpus_per_node, self.nodes_excluded, self.node_index)
+            return PoolCapacity.of(nodes, self.gpus_per_node, self.nodes_excluded, self.node_index, self.pods_pending)
         if rescan:
             top_whole = top_share = top_cpu = top_mem = 0
             for n in nodes:
@@ -228,6 +236,7 @@ class PoolCapacity:
             top_mem,
             FreeGpuHistogram(tuple(at_least)),
             self.node_index,
+            self.pods_pending,
         )
 
     def take(self, allocations: Iterable[NodeAllocation], *, anywhere: bool = False) -> PoolCapacity:

@@ -184,13 +184,14 @@ class ClusterView:
     @property
     def layout(self) -> tuple:
         """Everything the cluster says except its pools' free capacity, the time of its read, the
-        reservations it saw and its pods running (see `GlobalView.layout`). No decision reads the
-        pods running, and a live cluster's count moves with every pod that starts or ends: in the
-        layout, it made each such read a new layout, and the engine learnt the fleet again."""
+        reservations it saw and its pod counts (see `GlobalView.layout`). A live cluster's counts
+        move with every pod that starts, ends or waits: in the layout, they made almost every read a
+        new layout, and the engine learnt the whole fleet again. No decision reads the pods running;
+        the pods pending, which `load` reads, are part of each of the cluster's pools' capacity
+        (`PoolCapacity.pods_pending`), so only those pools are worked out again when they move."""
         return (
             self.declared,
             self.error,
-            self.pods_pending,
             tuple(p.capacity.allocatable_gpus for p in self.pools),  # how many GPUs (not how many free)
         )
 

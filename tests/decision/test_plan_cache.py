@@ -215,8 +215,9 @@ def test_views_alike_in_layout_share_the_memory_and_decide_as_themselves(seed, p
 
 
 def test_layout_leaves_out_only_what_a_capacity_read_changes():
-    """Free capacity, read times, reservations seen and pods running (which no decision reads) are
-    not in it; health, queue length and anything from the profile are."""
+    """Free capacity, read times, reservations seen and pod counts are not in it; health and
+    anything from the profile are. (The pods pending are in the capacity of the cluster's pools:
+    `test_a_new_pending_count_makes_only_its_clusters_pools_new`.)"""
     profile = cluster("a", pool("gpu", "A100", nodes=2))
     base = view_of((profile, observe(profile, free={"gpu": [8, 8]}, pods_pending=1)))
     same = view_of(
@@ -228,10 +229,35 @@ def test_layout_leaves_out_only_what_a_capacity_read_changes():
         )
     )
     assert same.layout == base.layout
+    busier = view_of((profile, observe(profile, free={"gpu": [8, 8]}, pods_pending=4, pods_running=3)))
+    assert busier.layout == base.layout
     failed = view_of((profile, observe(profile, error="connection refused", pods_pending=1)))
-    busier = view_of((profile, observe(profile, pods_pending=4)))
     dearer = view_of(cluster("a", pool("gpu", "A100", nodes=2, price_per_gpu_hour=9.0)))
-    assert len({base.layout, failed.layout, busier.layout, dearer.layout}) == 4
+    assert len({base.layout, failed.layout, dearer.layout}) == 3
+
+
+def test_a_new_pending_count_makes_only_its_clusters_pools_new():
+    """A read whose only news is a cluster's count of pending pods keeps the layout, and so all the
+    engine learnt of the fleet; the cluster's pools get new capacity objects (what the engine keeps
+    per capacity object, `load`'s values among it, is worked out again for them), the other
+    clusters' pools keep theirs, and the count read back keeps the first objects. Decisions follow
+    the count as with nothing kept."""
+    a, b = cluster("a", pool("gpu", "A100", nodes=2)), cluster("b", pool("gpu", "A100", nodes=2))
+
+    def read(pending_a: int) -> GlobalView:
+        return view_of((a, observe(a, pods_pending=pending_a)), (b, observe(b, pods_pending=1)))
+
+    calm, busy, calm_again = read(0), read(30), read(0)
+    assert calm.layout == busy.layout == calm_again.layout
+    assert busy.pool("a", "gpu").capacity is not calm.pool("a", "gpu").capacity
+    assert busy.pool("a", "gpu").capacity.pods_pending == 30
+    assert busy.pool("b", "gpu").capacity is calm.pool("b", "gpu").capacity
+    assert calm_again.pool("a", "gpu").capacity is calm.pool("a", "gpu").capacity
+    queue = [request("r1", gpus=1)]
+    remembered = [decide(v, queue, [], Policy(), NOW) for v in (calm, busy, calm_again)]
+    assert [r.decisions[0].placement.cluster for r in remembered] == ["a", "b", "a"]
+    assert plan_cache.remembered_layouts() == 1
+    assert remembered == [_uncached(v, queue, [], Policy(), NOW) for v in (calm, busy, calm_again)]
 
 
 def test_views_of_one_profile_object_share_its_declared_layout_and_equal_profiles_match():

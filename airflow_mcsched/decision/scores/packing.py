@@ -85,7 +85,7 @@ class LoadScore(Score):
         else:
             cpu_total = sum(n.cpu_milli_allocatable for n in capacity.nodes)
             free_fraction = capacity.cpu_milli_free / cpu_total if cpu_total else 0.0
-        pressure = 1 / (1 + cluster.pods_pending / max(1, len(capacity.nodes)))
+        pressure = 1 / (1 + capacity.pods_pending / max(1, len(capacity.nodes)))  # the cluster's count
         return free_fraction, pressure
 
     def measure(self, ctx, cluster, pool, capacity, pods):
@@ -94,7 +94,7 @@ class LoadScore(Score):
 
     def explain(self, ctx, cluster, pool, capacity, pods):
         free_fraction, _ = self._parts(ctx, cluster, capacity)
-        return (("free_fraction_after", round(free_fraction, 4)), ("pods_pending", cluster.pods_pending))
+        return (("free_fraction_after", round(free_fraction, 4)), ("pods_pending", capacity.pods_pending))
 
 
 _LARGEST = ("whole_nodes", "GPUs of the fleet's largest node")
