@@ -105,14 +105,17 @@ def cordoned_now(profiles: list[ClusterProfile], cycle: int) -> list[ClusterProf
     return [p.model_copy(update={"state": ClusterState.CORDONED}) if i == at else p for i, p in enumerate(profiles)]
 
 
-def unsettled(reads: list[ClusterObservation], rng: random.Random, now: datetime) -> list[ClusterObservation]:
-    """The reads with some failed (an error, no capacity) and some `OLD_READ` old."""
+def unsettled(
+    reads: list[ClusterObservation], rng: random.Random, now: datetime, failed: float = FAILED
+) -> list[ClusterObservation]:
+    """The reads with some failed (an error, no capacity: each with the chance `failed`) and some
+    `OLD_READ` old."""
     out = []
     for o in reads:
         draw = rng.random()
-        if draw < FAILED:
+        if draw < failed:
             o = ClusterObservation(o.cluster, now, error="read failed: the API server timed out")
-        elif draw < FAILED + OLD:
+        elif draw < failed + OLD:
             o = dataclasses.replace(o, observed_at=now - OLD_READ)
         out.append(o)
     return out

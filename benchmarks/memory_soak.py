@@ -3,6 +3,8 @@ fleet that moves as a live one does: the check that nothing the engine keeps cha
 
     .venv/bin/python benchmarks/memory_soak.py --clusters 100 --cycles 60
     .venv/bin/python benchmarks/memory_soak.py --clusters 20 --cycles 300 --seed 3
+    .venv/bin/python benchmarks/memory_soak.py --governed --clusters 20 --cycles 200
+    .venv/bin/python benchmarks/memory_soak.py --governed --queue 2000 --arrivals 100 --no-check --calls
 
 The engine keeps plans, verdicts, rankings and where they start, explanations, capacity objects and
 the running work's indexes from one cycle to the next (decision/plan_cache.py and what it holds),
@@ -23,14 +25,21 @@ Each cycle is decided twice on the same inputs: with nothing remembered (the mem
 put back after), then with the memory. The two results are compared whole (outcomes, placements,
 explanations and their scores, runners-up, victims, reclaimed leases); the first difference stops
 the run (exit status 1) and names the request. One line per cycle says what it decided and the CPU
-ms of both ways.
+ms of both ways (`--calls`: and the function calls with the memory); the last lines, every reason
+the decisions named.
+
+`--governed` adds what governed_fleet.py describes: quotas and the quota taken back, GPUs kept for
+some, spread groups, failure domains, cost ceilings, weight overrides, aging, pod counts that move
+from read to read, and clusters whose read failed (`--failed-reads`), is old or that are cordoned.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import dataclasses
 import math
+import pstats
 import random
 import statistics
 import sys
@@ -50,6 +59,7 @@ from airflow_mcsched.decision import AdmissionResult, Outcome, PlacementRequest,
 from airflow_mcsched.view import NodeAllocation, build_view
 from benchmarks.bench_engine import NOW, TEAMS, changed_nodes, fleet_and_queues, make_queue
 from benchmarks.governed_fleet import (
+    FAILED,
     SEED_OFFSET,
     cordoned_now,
     domains_of,
@@ -86,6 +96,8 @@ class LiveFleet:
     """The share of the pools where other tenants' use moves each cycle."""
     lapsed: set[str] = field(default_factory=set)
     governed: random.Random | None = None
+    failed_reads: float = FAILED
+    """Governed: the chance, per cluster and cycle, that its read failed (`--failed-reads`)."""
     """With `--governed`, the generator of what governed_fleet.py adds (reads, requests); None without."""
 
     def profiles_now(self) -> list[ClusterProfile]:
@@ -108,7 +120,9 @@ class LiveFleet:
             out.append(dataclasses.replace(o, nodes=nodes, observed_at=self.now, reservation_ids_seen=seen))
         if self.governed is None:
             return out
-        return unsettled(with_pod_counts(out, self.running.values(), self.shown), self.governed, self.now)
+        return unsettled(
+            with_pod_counts(out, self.running.values(), self.shown), self.governed, self.now, self.failed_reads
+        )
 
     def after(self, result: AdmissionResult, step: timedelta, lease: timedelta) -> None:
         """Move on past a cycle's result: its grants run, its victims and lapsed leases go, the
@@ -248,6 +262,9 @@ class CycleFigures:
     fresh_ms: float
     """NaN when the cycle was not decided afresh (`check=False`)."""
     kept_ms: float
+    calls: int | None = None
+    """Function calls of the cycle decided with the memory, under cProfile (`--calls`): a figure
+    that does not move with the machine."""
     reasons: Counter[str] = field(default_factory=Counter, compare=False)
     """What the cycle's decisions name: each reason a waiting request was rejected for anywhere
     (once per request), and each victim's: which of the engine's paths the cycle went through."""
@@ -258,6 +275,7 @@ class CycleFigures:
             f"cycle {self.cycle:4d}: queue {self.queue:5d}, running {self.running:5d} -> admitted {self.admitted:4d}, "
             f"preempting {self.preempting:3d}, waiting {self.waiting:4d}, victims {self.victims:3d}, "
             f"reclaimed {self.reclaimed:3d}; CPU ms {fresh}kept {self.kept_ms:6.1f}"
+            + ("" if self.calls is None else f"; calls {self.calls:,}")
         )
 
 
@@ -295,10 +313,12 @@ def soak(
     step: timedelta,
     *,
     check: bool = True,
+    calls: bool = False,
 ) -> Iterator[CycleFigures]:
     """Decide `cycles` cycles of `fleet` both ways, moving it on after each; raise
     `MemoryChangedADecision` at the first difference. Without `check`, with the memory only: the
-    CPU time of a live fleet's cycles, undisturbed by the cycles decided afresh."""
+    CPU time of a live fleet's cycles, undisturbed by the cycles decided afresh. With `calls`, the
+    cycles with the memory run under cProfile (their CPU time with it), which counts their calls."""
     plan_cache.forget_all()
     for _ in range(cycles):
         view = build_view(fleet.profiles_now(), fleet.reads(), fleet.now)
@@ -308,8 +328,12 @@ def soak(
             started = time.process_time()
             fresh = with_nothing_remembered(view, fleet.queue, running, policy, fleet.now)
             fresh_ms = (time.process_time() - started) * 1e3
+        profile = cProfile.Profile() if calls else None
         started = time.process_time()
-        kept = decide(view, fleet.queue, running, policy, fleet.now)
+        if profile is None:
+            kept = decide(view, fleet.queue, running, policy, fleet.now)
+        else:
+            kept = profile.runcall(decide, view, fleet.queue, running, policy, fleet.now)
         kept_ms = (time.process_time() - started) * 1e3
         difference = first_difference(fresh, kept) if check else None
         if difference is not None:
@@ -327,6 +351,7 @@ def soak(
             reasons=_reasons_named(kept),
             fresh_ms=fresh_ms,
             kept_ms=kept_ms,
+            calls=None if profile is None else sum(s[1] for s in pstats.Stats(profile).stats.values()),  # type: ignore[attr-defined]
         )
         fleet.after(kept, step, policy.lease)
 
@@ -357,12 +382,21 @@ def main() -> None:
         help="quotas, kept GPUs, spread groups, failure domains, cost ceilings, overrides, aging, failed, "
         "old and cordoned clusters (benchmarks/governed_fleet.py)",
     )
+    parser.add_argument(
+        "--failed-reads",
+        type=float,
+        default=FAILED,
+        help="with --governed: the chance, per cluster and cycle, that its read failed",
+    )
+    parser.add_argument("--calls", action="store_true", help="count each cycle's function calls (cProfile)")
     args = parser.parse_args()
     fleet = live_fleet(args.clusters, args.seed, args.queue, args.arrivals, args.drift, args.governed)
+    fleet.failed_reads = args.failed_reads
     policy = governed_policy(fleet.profiles) if args.governed else Policy()
     seen: list[CycleFigures] = []
     try:
-        for figures in soak(fleet, args.cycles, policy, timedelta(seconds=args.step), check=not args.no_check):
+        step = timedelta(seconds=args.step)
+        for figures in soak(fleet, args.cycles, policy, step, check=not args.no_check, calls=args.calls):
             print(figures.line(), flush=True)
             seen.append(figures)
     except MemoryChangedADecision as e:
