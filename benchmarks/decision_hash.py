@@ -4,6 +4,7 @@ that must not move a decision (a cache, a faster ranking), whatever it remembers
     .venv/bin/python benchmarks/decision_hash.py            # the code imported
     cd /tmp && PYTHONPATH=/tmp/base python /work/main/benchmarks/decision_hash.py   # other code
     .venv/bin/python benchmarks/decision_hash.py --busy     # on a full fleet (engine_cycles.py --busy)
+    .venv/bin/python benchmarks/decision_hash.py --governed # the governed live fleet (memory_soak.py --governed)
 
 The fleets and queues of `bench_engine.py` (10 and 100 clusters, seed 1), both queues (templated DAG
 steps and all-different requests), five policies (the defaults; `whole_nodes` off; weight overrides
@@ -17,6 +18,9 @@ part and figure, runners-up, rejections, victims, reservation, expected start). 
 the cycles run on the fleet filled as `engine_cycles.py --busy` fills it, where most requests wait
 and many preempt. Compare whole runs only: a changed read differs from every read before it in the
 process (`bench_engine._reads_changed`), so a scenario's hash depends on the ones run before it.
+With `--governed`, the cycles of the governed live fleet (`memory_soak.py --governed`: quotas,
+kept GPUs, spread groups, failed and old reads...), whose inputs follow each cycle's decisions:
+40 cycles at 20 clusters and 15 at 100 clusters with about 1,000 pending (minutes).
 """
 
 from __future__ import annotations
@@ -72,11 +76,42 @@ def cycle_hashes(clusters: int, queue_kind: str, policy: Policy, busy: bool = Fa
     return digest.hexdigest()[:16]
 
 
+GOVERNED = ((20, 300, 60, 40), (100, 2000, 100, 15))
+"""The governed fleets hashed: clusters, the first queue, new requests a cycle, cycles."""
+
+
+def governed_hash(clusters: int, queue: int, arrivals: int, cycles: int) -> str:
+    """The hash of the governed live fleet's cycles, each decided on what the ones before left."""
+    import memory_soak  # it puts its repository first on the path: imported after the engine was
+
+    from airflow_mcsched.view import build_view
+
+    plan_cache.forget_all()
+    fleet = memory_soak.live_fleet(clusters, 1, queue, arrivals, governed=True)
+    policy = memory_soak.governed_policy(fleet.profiles)
+    digest = hashlib.sha256()
+    for _ in range(cycles):
+        view = build_view(fleet.profiles_now(), fleet.reads(), fleet.now)
+        result = decide(view, fleet.queue, list(fleet.running.values()), policy, fleet.now)
+        digest.update(repr(result).encode())
+        fleet.after(result, timedelta(seconds=120), policy.lease)
+    return digest.hexdigest()[:16]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", action="store_true", help="on a full fleet")
-    busy = parser.parse_args().busy
+    parser.add_argument("--governed", action="store_true", help="the governed live fleet's cycles")
+    args = parser.parse_args()
+    busy = args.busy
     overall = hashlib.sha256()
+    if args.governed:
+        for clusters, queue, arrivals, cycles in GOVERNED:
+            h = governed_hash(clusters, queue, arrivals, cycles)
+            overall.update(h.encode())
+            print(f"{clusters:>4} clusters  governed, {cycles} cycles  {h}", flush=True)
+        print(f"all: {overall.hexdigest()[:16]}")
+        return
     for clusters in (10, 100):
         for queue_kind in ("steps", "random"):
             for name, policy in POLICIES.items():

@@ -200,3 +200,56 @@ def test_a_cycles_grants_and_evictions_change_its_own_work_never_the_base_nor_th
     assert list(active.values()) == work and list(base.by_id.values()) == work
     assert [r.id for r in cycle.running.values()] == [r.id for r in work[1:]] + ["rsv-new"]
     assert not cycle.running.remove(work[0])  # already gone: nothing to take away twice
+
+
+def test_the_work_by_team_and_gpu_type_and_a_spread_groups_domains_follow_the_cycles_changes():
+    """Both are made when first asked and kept up to date as the cycle grants and stops work, so
+    after any changes they read as they would if made from the cycle's work then."""
+    from airflow_mcsched.decision.cycle_state import CycleState
+
+    rng = random.Random(5)
+    work = [
+        dataclasses.replace(  # the spread group's members run in cluster a only, to begin with
+            r, gpu_type=rng.choice(["A100", "H100", None]), spread_group="g" if r.cluster == "a" else None
+        )
+        for r in (_one(rng, n) for n in range(30))
+    ]
+    profiles = [  # each cluster a failure domain of its own (region r-a, r-b)
+        cluster(c, *(pool(p, gpus_per_node=8, nodes=NODES) for p in pools), region=f"r-{c}")
+        for c, pools in POOLS.items()
+    ]
+    view = view_of(*((p, observe(p, free={q: [2] * NODES for q in POOLS[p.name]})) for p in profiles))
+    cycle = CycleState(view, {r.id: r for r in work}, Policy(), NOW, DEFAULT_PLUGINS)
+    running = cycle.running
+
+    def by_hand(teams, gpu_type):
+        return sorted(r.id for r in running.values() if r.team in teams and r.gpu_type == gpu_type)
+
+    def domains_by_hand(group):
+        return {view.cluster(r.cluster).failure_domain for r in running.values() if r.spread_group == group}
+
+    asked = [(("ml", "cv"), "A100"), (("nlp",), "H100"), (TEAMS, None), (("nobody",), "A100")]
+    assert all(sorted(r.id for r in running.of_teams(t, g)) == by_hand(t, g) for t, g in asked)
+    first = running.spread_domains("g")
+    assert first == {"r-a/default"} == domains_by_hand("g")
+    assert running.spread_domains("g") is first  # kept while the group's work is unchanged
+    for n in range(12):  # grants in both clusters and evictions of the base's work, interleaved
+        if n % 3 == 2:
+            cycle.evict(work[n])
+        else:
+            c = "ab"[n % 2]
+            cycle.grant(
+                reservation(
+                    f"new{n}",
+                    c,
+                    "p0",
+                    f"{c}-p0-0",
+                    team=TEAMS[n % 3],
+                    gpu_type="A100",
+                    spread_group="g",
+                    expires_in=HOUR,
+                )
+            )
+        assert all(sorted(r.id for r in running.of_teams(t, g)) == by_hand(t, g) for t, g in asked)
+        assert running.spread_domains("g") == domains_by_hand("g")
+    assert running.spread_domains("g") == {"r-a/default", "r-b/default"}
