@@ -46,7 +46,7 @@ def use_of(work: Iterable[Reservation]) -> dict[str, dict[str, float]]:
 class QuotaLedger:
     """Use per team and GPU type during one admission cycle; grants add to it, evictions take away."""
 
-    __slots__ = ("_members", "_quotas", "_used")
+    __slots__ = ("_checked", "_members", "_quotas", "_used")
 
     def __init__(self, quotas: Iterable[TeamQuota], used: Mapping[str, Mapping[str, float]] | None = None) -> None:
         """`used`: GPUs already in use per team and GPU type (copied: the ledger changes its own)."""
@@ -59,16 +59,20 @@ class QuotaLedger:
         self._used: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         if used:
             self._used.update((team, defaultdict(float, use)) for team, use in used.items())
+        self._checked: dict[tuple[str, str, float], QuotaVerdict] = {}
+        """`check`'s verdicts since use last changed: a request's scan asks it for every pool."""
 
     # -- bookkeeping -------------------------------------------------------------------------
     def add(self, team: str, gpu_type: str | None, gpus: float) -> None:
         if gpu_type and gpus:
             self._used[team][gpu_type] += gpus
+            self._checked.clear()
 
     def remove(self, team: str, gpu_type: str | None, gpus: float) -> None:
         if gpu_type and gpus:
             left = self._used[team][gpu_type] - gpus
             self._used[team][gpu_type] = left if left > 1e-9 else 0.0
+            self._checked.clear()
 
     # -- reading -----------------------------------------------------------------------------
     def limits(self, team: str) -> bool:
@@ -124,6 +128,13 @@ class QuotaLedger:
         quota = self._quotas.get(team)
         if quota is None or not gpu_type or not gpus:
             return _OK
+        asked = (team, gpu_type, gpus)
+        verdict = self._checked.get(asked)
+        if verdict is None:
+            verdict = self._checked[asked] = self._verdict(quota, team, gpu_type, gpus)
+        return verdict
+
+    def _verdict(self, quota: TeamQuota, team: str, gpu_type: str, gpus: float) -> QuotaVerdict:
         key = self._key(quota, gpu_type)
         what = "GPUs" if key == ANY_GPU_TYPE else f"{key} GPUs"
         used = self.used(team, key)

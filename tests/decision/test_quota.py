@@ -112,3 +112,19 @@ def test_ledger_reports_borrowed_share():
     assert ledger.within_nominal("cv", "A100", 4)
     ledger.remove("ml", "A100", 12)
     assert ledger.borrowed("ml", "A100") == 0
+
+
+def test_a_kept_verdict_holds_only_until_use_changes():
+    """`check`'s verdicts are kept (a scan asks for every pool) and forgotten at every change of use:
+    asked again after a grant or a stop, the ledger answers for the use then."""
+    ledger = QuotaLedger(policy(ml={"nominal": {"A100": 8}}).quotas)
+    first = ledger.check("ml", "A100", 4)
+    assert first.ok and ledger.check("ml", "A100", 4) is first
+    ledger.add("ml", "A100", 6)
+    refused = ledger.check("ml", "A100", 4)
+    assert not refused.ok and "uses 6 of its 8" in refused.message
+    assert ledger.check("ml", "A100", 2).ok
+    ledger.remove("ml", "A100", 6)
+    assert ledger.check("ml", "A100", 4).ok
+    ledger.add("cv", "T4", 1)  # another team's use, of another type: still a change of use
+    assert ledger.check("ml", "A100", 8).ok and not ledger.check("ml", "A100", 9).ok
