@@ -246,7 +246,7 @@ class _PoolSearch:
         # work of the team and its cohort anywhere, as well as the pool's, may give back quota
         nearby = {r.id: r for r in cycle.running_in(pool.key)}
         teams = cohort | {request.team}
-        nearby.update((r.id, r) for r in cycle.running.of_teams(sorted(teams), pool.gpu_type))
+        nearby.update((r.id, r) for r in cycle.running.of_teams(teams, pool.gpu_type))
         eligible: list[VictimChoice] = []
         for r in nearby.values():
             if r.id in cycle.granted_ids or not r.interruptible or r.preempted_by is not None:

@@ -106,10 +106,9 @@ def _capacity_of(
 ) -> PoolCapacity:
     """The pool's capacity; the very object of its last read when this read found its nodes (and its
     cluster's pods pending) as they were, else the object of any earlier read or grant alike in
-    content (capacity_table.py). The
-    engine remembers what it worked out per capacity object (node choices, scores, its ranking of
-    pools: decision/plan_cache.py), so after a sync that object keeps all of that for every pool the
-    sync found unchanged, and only changed pools are judged again."""
+    content (capacity_table.py). The engine remembers what it worked out per capacity object (node
+    choices, scores, its ranking of pools: decision/plan_cache.py), so after a sync that object keeps
+    all of that for every pool the sync found unchanged, and only changed pools are judged again."""
     key = (cluster, pool.name)
     last = _last_capacity.get(key)
     if (
