@@ -50,13 +50,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: the repository's root makes `benchmarks` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from airflow_mcsched.access.capacity import MILLI_PER_GPU, ClusterObservation, NodeObservation
 from airflow_mcsched.access.profiles import ClusterProfile
 from airflow_mcsched.decision import AdmissionResult, Outcome, PlacementRequest, Policy, Reservation, decide, plan_cache
 from airflow_mcsched.view import NodeAllocation, build_view
+
+# Run as a script, the repository's root makes `benchmarks` importable. Put on the path only after
+# the engine was imported, so that `PYTHONPATH=/other/tree` measures that tree's engine.
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from benchmarks.bench_engine import NOW, TEAMS, changed_nodes, fleet_and_queues, make_queue
 from benchmarks.governed_fleet import (
     FAILED,
@@ -390,6 +393,7 @@ def main() -> None:
     )
     parser.add_argument("--calls", action="store_true", help="count each cycle's function calls (cProfile)")
     args = parser.parse_args()
+    print(f"engine: {Path(sys.modules['airflow_mcsched'].__file__ or '').parent}", flush=True)
     fleet = live_fleet(args.clusters, args.seed, args.queue, args.arrivals, args.drift, args.governed)
     fleet.failed_reads = args.failed_reads
     policy = governed_policy(fleet.profiles) if args.governed else Policy()
