@@ -91,14 +91,17 @@ def _judge_clusters(ctx: RequestContext, filters: Sequence[Filter]) -> dict[str,
 
 def shared_plans(ctx: RequestContext, filters: Sequence[Filter]) -> SharedPlans:
     """Where this cycle finds and keeps its plans: shared with every cycle on a view of the same layout,
-    policy and plugins whose clusters are ruled out alike (the cluster verdicts read the clock and
-    the read times, the rest does not)."""
+    policy and plugins whose clusters are ruled out alike and whose fleet has as many GPUs of each
+    type. Those are the two things plans read of a capacity read, beside the layout: the cluster
+    verdicts read the clock, the read times and the read errors; `scarcity` the fleet's GPUs by
+    type, which a failed read or a node come or gone changes."""
     cycle = ctx.cycle
     if cycle.shared is None:
-        clock = (cycle.now, tuple(c.observed_at for c in cycle.view.clusters))
+        clock = (cycle.now, tuple((c.observed_at, c.error) for c in cycle.view.clusters))
         verdicts = cycle.memory.cluster_verdicts(clock, partial(_judge_clusters, ctx, filters))
         cycle.cluster_verdicts = verdicts
-        cycle.shared = cycle.memory.shared(tuple(r for r in verdicts.values() if r is not None))
+        ruled_out = tuple(r for r in verdicts.values() if r is not None)
+        cycle.shared = cycle.memory.shared((ruled_out, tuple(cycle.fleet_gpus().items())))
     return cycle.shared
 
 

@@ -66,6 +66,7 @@ class CycleState:
         # `shared` is set with the cluster verdicts when the first request needs them
         self.cluster_verdicts: dict[str, Rejection | None] | None = None
         self.shared: SharedPlans | None = None
+        self._fleet_gpus: dict[str, int] | None = None
         self.staging_memo = self.memory.staging
         # and what only this cycle may use: it depends on the grants and the running work
         self.rankings: dict[tuple, PoolRanking] = {}
@@ -84,6 +85,13 @@ class CycleState:
 
     def _pool(self, key: PoolKey) -> PoolView | None:
         return self.view.pools_by_key.get(key)
+
+    def fleet_gpus(self) -> dict[str, int]:
+        """The view's GPUs by type, free or not, in the order of the fleet (`scarcity` reads them, and
+        the shared plans are keyed by them: candidate_plan.shared_plans); counted once per cycle."""
+        if self._fleet_gpus is None:
+            self._fleet_gpus = self.view.gpus_by_type()
+        return self._fleet_gpus
 
     @property
     def quota(self) -> QuotaLedger:

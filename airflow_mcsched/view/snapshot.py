@@ -183,17 +183,14 @@ class ClusterView:
 
     @property
     def layout(self) -> tuple:
-        """Everything the cluster says except its pools' free capacity, the time of its read, the
-        reservations it saw and its pod counts (see `GlobalView.layout`). A live cluster's counts
-        move with every pod that starts, ends or waits: in the layout, they made almost every read a
-        new layout, and the engine learnt the whole fleet again. No decision reads the pods running;
-        the pods pending, which `load` reads, are part of each of the cluster's pools' capacity
-        (`PoolCapacity.pods_pending`), so only those pools are worked out again when they move."""
-        return (
-            self.declared,
-            self.error,
-            tuple(p.capacity.allocatable_gpus for p in self.pools),  # how many GPUs (not how many free)
-        )
+        """What the cluster's profile declares, and its place in the fleet: nothing a read tells (see
+        `GlobalView.layout`). A live cluster's pod counts move with every pod that starts, ends or
+        waits, and a read that fails leaves its pools without nodes: in the layout, either made a
+        new layout of most reads, and the engine learnt the whole fleet again. What a decision reads
+        of a read is keyed where it is kept: health and read times with the cluster verdicts, the
+        fleet's GPUs by type (`scarcity`) with the shared plans (candidate_plan.shared_plans), the
+        pods pending (`load`) in each of the cluster's pools' capacity (`PoolCapacity.pods_pending`)."""
+        return self.declared
 
     def pool(self, name: str) -> PoolView:
         for p in self.pools:
@@ -233,9 +230,9 @@ class GlobalView:
 
     @property
     def layout(self) -> tuple:
-        """The view without what changes from one capacity read to the next: free capacity, read
-        times and reservations seen. Views alike in it share what the engine derives from clusters
-        and pools (plans, static scores: plan_cache.py); worked out once per view."""
+        """The view without anything a capacity read tells: what the profiles declare, in fleet order.
+        Views alike in it share what the engine derives from clusters and pools (plans, static
+        scores, verdicts per capacity object: plan_cache.py); worked out once per view."""
         layout = self._layout
         if layout is None:
             layout = tuple(c.layout for c in self.clusters)

@@ -82,7 +82,7 @@ def random_view(rng: random.Random, reads: random.Random | None = None) -> Globa
             ),
             reserved=[GpuReservation(gpu_type=big, gpus=4, priority_classes=["high"])] if rng.random() < 0.3 else [],
         )
-        error = "connection refused" if rng.random() < 0.1 else None
+        error = "connection refused" if reads.random() < 0.1 else None
         pods_pending = rng.randint(0, 5)
         obs = observe(
             profile,
@@ -197,8 +197,9 @@ def test_a_changed_view_is_decided_afresh():
 @pytest.mark.parametrize("policy_name", sorted(POLICIES))
 @pytest.mark.parametrize("seed", range(4))
 def test_views_alike_in_layout_share_the_memory_and_decide_as_themselves(seed, policy_name):
-    """New capacity reads of the same fleet (other free GPUs and CPU, read times, reservations seen)
-    reuse what was learnt from the earlier ones, and each view is still decided as itself."""
+    """New capacity reads of the same fleet (other free GPUs and CPU, read times, reservations seen,
+    reads that failed) reuse what was learnt from the earlier ones, and each view is still decided
+    as itself."""
     policy = POLICIES[policy_name]
     views = [random_view(random.Random(seed), reads=random.Random(1000 * seed + i)) for i in range(4)]
     assert len({v.layout for v in views}) == 1
@@ -214,10 +215,10 @@ def test_views_alike_in_layout_share_the_memory_and_decide_as_themselves(seed, p
     assert remembered == fresh
 
 
-def test_layout_leaves_out_only_what_a_capacity_read_changes():
-    """Free capacity, read times, reservations seen and pod counts are not in it; health and
-    anything from the profile are. (The pods pending are in the capacity of the cluster's pools:
-    `test_a_new_pending_count_makes_only_its_clusters_pools_new`.)"""
+def test_layout_leaves_out_everything_a_capacity_read_tells():
+    """Free capacity, read times, reservations seen, pod counts and a read's failure (its error, its
+    nodes gone) are not in it; anything from the profile is. (The pods pending are in the capacity
+    of the cluster's pools: `test_a_new_pending_count_makes_only_its_clusters_pools_new`.)"""
     profile = cluster("a", pool("gpu", "A100", nodes=2))
     base = view_of((profile, observe(profile, free={"gpu": [8, 8]}, pods_pending=1)))
     same = view_of(
@@ -232,8 +233,47 @@ def test_layout_leaves_out_only_what_a_capacity_read_changes():
     busier = view_of((profile, observe(profile, free={"gpu": [8, 8]}, pods_pending=4, pods_running=3)))
     assert busier.layout == base.layout
     failed = view_of((profile, observe(profile, error="connection refused", pods_pending=1)))
+    assert failed.layout == base.layout
+    assert failed.pool("a", "gpu").capacity.allocatable_gpus == 0
     dearer = view_of(cluster("a", pool("gpu", "A100", nodes=2, price_per_gpu_hour=9.0)))
-    assert len({base.layout, failed.layout, dearer.layout}) == 3
+    cordoned = view_of(cluster("a", pool("gpu", "A100", nodes=2), state=ClusterState.CORDONED))
+    assert len({base.layout, dearer.layout, cordoned.layout}) == 3
+
+
+def test_a_failed_read_keeps_what_was_learnt_and_is_decided_as_itself():
+    """A read that fails leaves its cluster without nodes and with an error; one that finds its nodes
+    not ready leaves it healthy without nodes; then a read finds them again. The memory is kept
+    throughout (one layout), while what decisions read of each read follows it: the cluster is
+    ruled out while its read has failed, and `scarcity` counts the fleet's GPUs as read, so a
+    flexible request's plan is made for each count, whether or not a cluster verdict changed too.
+    Decisions are those made with nothing kept."""
+    a = cluster("a", pool("gpu", "A100", gpus_per_node=8, nodes=2))
+    b = cluster("b", pool("gpu", "L4", gpus_per_node=8, nodes=2))
+    c = cluster("c", pool("gpu", "A100", gpus_per_node=8, nodes=1, price_per_gpu_hour=0.5))
+
+    def read(error: str | None = None, not_ready: int = 0) -> GlobalView:
+        a_read = observe(a, free={"gpu": [1, 1]}, error=error, not_ready={"gpu": not_ready})
+        return view_of((a, a_read), (b, observe(b)), (c, observe(c)))
+
+    views = (read(), read(error="connection refused"), read(), read(not_ready=2), read())
+    queue = [request("flexible", gpus=1, gpu_types=("A100", "L4")), request("gang", gpus=8, pods=6)]
+    remembered = [decide(v, queue, [], Policy(), NOW) for v in views]
+    assert plan_cache.remembered_layouts() == 1
+    assert remembered == [_uncached(v, queue, [], Policy(), NOW) for v in views]
+
+    def decision(result, rid: str):
+        return next(d for d in result.decisions if d.request_id == rid)
+
+    def fleet_gpus(result) -> float:
+        placement = decision(result, "flexible").placement
+        return dict(placement.part("scarcity").detail)["fleet_gpus_of_type"]
+
+    # with a's 16 A100s out of the fleet, A100s are scarce for a flexible request: it takes an L4
+    assert [decision(r, "flexible").placement.cluster for r in remembered] == ["a", "b", "a", "b", "a"]
+    assert [fleet_gpus(r) for r in remembered] == [24, 16, 24, 16, 24]
+    reasons_in_a = [[x.reason for x in decision(r, "gang").rejections if x.cluster == "a"] for r in remembered]
+    assert reasons_in_a[1] == [Reason.CLUSTER_UNHEALTHY]
+    assert Reason.CLUSTER_UNHEALTHY not in reasons_in_a[0] + reasons_in_a[3]
 
 
 def test_a_new_pending_count_makes_only_its_clusters_pools_new():

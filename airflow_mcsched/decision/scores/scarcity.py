@@ -28,12 +28,8 @@ class ScarcityScore(Score):
 
     @staticmethod
     def _fleet_gpus(ctx, gpu_type: str | None) -> int:
-        """GPUs of this type over the fleet, counted once per view layout (node counts are in it)."""
-        derived = ctx.cycle.memory.derived
-        by_type = derived.get("gpus by type")
-        if by_type is None:
-            by_type = derived["gpus by type"] = ctx.cycle.view.gpus_by_type()
-        return by_type.get(gpu_type, 0)
+        """GPUs of this type over the fleet as read (a cluster whose read failed counts none)."""
+        return ctx.cycle.fleet_gpus().get(gpu_type, 0)
 
     def measure(self, ctx, cluster, pool, capacity, pods):
         wanted = max(ctx.demand.gpu_equivalent, 1e-9) * SCARCE_BELOW
