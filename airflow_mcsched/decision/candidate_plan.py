@@ -11,15 +11,16 @@ and GPU types) judge the fleet once per view (kept between cycles, see plan_cach
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from airflow_mcsched.decision.context import RequestContext
 from airflow_mcsched.decision.filters.base import Filter, Scope
 from airflow_mcsched.decision.outcome import Rejection
-from airflow_mcsched.decision.plan_cache import SharedPlans
+from airflow_mcsched.decision.plan_cache import MAX_LASTING, SharedPlans
 from airflow_mcsched.decision.scores.base import Score
+from airflow_mcsched.view.bounded_table import get_or_make
 from airflow_mcsched.view.snapshot import ClusterView, PoolView
 
 Eligible = tuple[float, int, ClusterView, PoolView, tuple[float, ...]]
@@ -105,22 +106,48 @@ def shared_plans(ctx: RequestContext, filters: Sequence[Filter]) -> SharedPlans:
     return cycle.shared
 
 
-def _judge(ctx: RequestContext, lasting: Sequence[Filter]) -> LastingVerdicts:
-    by_cluster = [f for f in lasting if not f.request_independent and f.scope is Scope.CLUSTER]
-    by_pool = [f for f in lasting if f.scope is Scope.POOL]
+ClusterVerdicts = tuple[str, int, tuple[tuple[ClusterView, PoolView], ...], tuple[tuple[int, Rejection], ...]]
+"""(cluster name, its first pool's fleet position, its pools that pass, its rejections): what the
+lasting filters that read the request say of one cluster, while no cluster verdict rules it out."""
+
+
+def _judge(ctx: RequestContext, lasting: Sequence[Filter], key: Hashable) -> LastingVerdicts:
+    """The lasting verdicts: the cycle's cluster verdicts (state, health, staleness), and where they
+    rule nothing out, what the other lasting filters say (`_judge_fleet`, kept by `key` across sets
+    of cluster verdicts: a read that fails or grows old changes the set, and every plan is made
+    again; the filters need not be)."""
+    memory = ctx.cycle.memory
+    by_cluster = get_or_make(memory.fleet_verdicts, key, MAX_LASTING, partial(_judge_fleet, ctx, lasting))
     verdicts = ctx.cycle.cluster_verdicts
     assert verdicts is not None, "shared_plans judges the clusters first"
     rejections: list[tuple[int, Rejection]] = []
     passed: list[tuple[ClusterView, PoolView]] = []
+    for name, first, cluster_passed, cluster_rejections in by_cluster:
+        rejection = verdicts[name]
+        if rejection is not None:
+            rejections.append((first, rejection))
+        else:
+            passed += cluster_passed
+            rejections += cluster_rejections
+    return LastingVerdicts(tuple(passed), tuple(rejections), tuple([r for _, r in rejections]))
+
+
+def _judge_fleet(ctx: RequestContext, lasting: Sequence[Filter]) -> tuple[ClusterVerdicts, ...]:
+    """What the lasting filters that read the request say of each cluster with pools, in fleet order:
+    the first cluster-wide rejection, else each pool's first rejection or its pass."""
+    by_cluster = [f for f in lasting if not f.request_independent and f.scope is Scope.CLUSTER]
+    by_pool = [f for f in lasting if f.scope is Scope.POOL]
+    out: list[ClusterVerdicts] = []
     for cluster in ctx.cycle.view.clusters:
         if not cluster.pools:
             continue
-        rejection = verdicts[cluster.name]
-        if rejection is None and by_cluster:
-            rejection = _first_rejection(ctx, by_cluster, cluster)
+        first = cluster.pools[0].ordinal
+        rejection = _first_rejection(ctx, by_cluster, cluster) if by_cluster else None
         if rejection is not None:
-            rejections.append((cluster.pools[0].ordinal, rejection))
+            out.append((cluster.name, first, (), ((first, rejection),)))
             continue
+        passed: list[tuple[ClusterView, PoolView]] = []
+        rejections: list[tuple[int, Rejection]] = []
         for pool in cluster.pools:
             for f in by_pool:
                 message = f.check(ctx, cluster, pool, None)
@@ -131,7 +158,8 @@ def _judge(ctx: RequestContext, lasting: Sequence[Filter]) -> LastingVerdicts:
                     break
             else:
                 passed.append((cluster, pool))
-    return LastingVerdicts(tuple(passed), tuple(rejections), tuple([r for _, r in rejections]))
+        out.append((cluster.name, first, tuple(passed), tuple(rejections)))
+    return tuple(out)
 
 
 def _rank_statically(
@@ -208,7 +236,7 @@ def plan_candidates(ctx: RequestContext, filters: Sequence[Filter], scores: Sequ
         return plan  # type: ignore[return-value]
     verdicts = lasting_cache.get(lasting_key)
     if verdicts is None:
-        verdicts = lasting_cache[lasting_key] = _judge(ctx, lasting)
+        verdicts = lasting_cache[lasting_key] = _judge(ctx, lasting, lasting_key)
     columns = []
     for s, key in static_keys:
         column_key = ("column", lasting_key, s, key)

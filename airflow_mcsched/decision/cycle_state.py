@@ -72,6 +72,8 @@ class CycleState:
         self.rankings: dict[tuple, PoolRanking] = {}
         self.pool_searches: dict[tuple, SearchMemo] = {}  # pool searches of requests alike (preemption.py)
         self.victims_below: dict[tuple, tuple] = {}  # by pool and priority, while its work is unchanged (preemption.py)
+        # a team short of quota's victims by GPU type and priority, while the work is unchanged (preemption.py)
+        self.cohort_victims: dict[tuple, tuple] = {}
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
         memory = self.memory
         deferred, keys = self.running.base.unseen(view)

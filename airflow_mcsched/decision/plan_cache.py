@@ -167,6 +167,7 @@ class PlanMemory:
         "fit_memo",
         "fits_nowhere",
         "fitted_nowhere",
+        "fleet_verdicts",
         "fruitless",
         "last_scans",
         "plugins",
@@ -189,6 +190,9 @@ class PlanMemory:
         """What plugins work out from the view's layout once (keys of their own choosing)."""
         self.staging: dict[Hashable, Any] = {}
         self.fit_memo: dict[Hashable, dict[tuple[int, int], tuple]] = {}
+        self.fleet_verdicts: dict[Hashable, tuple] = {}
+        """What the lasting filters that read the request say of each cluster, by their signatures
+        (candidate_plan.py): the same under every set of cluster verdicts, so kept beside them."""
         self.fits_nowhere: Generations[tuple[Hashable, object, int], tuple] = Generations(MAX_FIT_MEMOS)
         """The rejections of requests that fit no pool, by demand and fit filters, the capacity state
         they were judged in and the lasting rejections of their plan (candidates.py): kept across

@@ -8,6 +8,7 @@ cheapest-first, then spare every victim it can (as the Kubernetes scheduler does
 
 from __future__ import annotations
 
+from bisect import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -87,6 +88,50 @@ def _victim_order(r: Reservation) -> tuple[float, int, float, str]:
 
 def _choice_order(v: VictimChoice) -> tuple[float, int, float, str]:
     return _victim_order(v.reservation)
+
+
+def _victim_choice(ctx: RequestContext, r: Reservation, gpu_type: str | None, lent: str | None) -> VictimChoice | None:
+    """Whether a search for a team short of quota, on a pool of `gpu_type`, may stop `r`, and why:
+    to take back quota of `lent` that `r`'s team borrowed from the request's, or for priority."""
+    cycle = ctx.cycle
+    if r.id in cycle.granted_ids or not r.interruptible or r.preempted_by is not None:
+        return None
+    team = ctx.request.team
+    quota = cycle.quota
+    borrower = r.team != team and r.gpu_type == gpu_type and r.team in quota.cohort_of(team)
+    if lent is not None and borrower and quota.borrowed(r.team, lent) > 0:
+        return VictimChoice(r, Reason.RECLAIMED_BY_LENDER)
+    if r.priority < ctx.priority:
+        return VictimChoice(r, Reason.PREEMPTED_BY_PRIORITY)
+    return None
+
+
+def _cohort_victims(
+    ctx: RequestContext, gpu_type: str | None, lent: str | None
+) -> tuple[list[tuple], list[VictimChoice], frozenset[str]]:
+    """The work of a team short of quota and of its cohort on GPUs of `gpu_type`, anywhere, that its
+    searches may stop (in victim order, with each one's order), and those teams: the same for every
+    pool of the type it searches. Kept for the cycle while the running work is unchanged (its log
+    names no change) and the cohort's teams borrow as they did: each of a few hundred waiting
+    requests searched forty pools or more, and went over the cohort's work of the type (a hundred
+    reservations or more) and sorted it for each pool."""
+    cycle, team = ctx.cycle, ctx.request.team
+    quota = cycle.quota
+    cohort = quota.cohort_of(team)
+    borrowing = () if lent is None else tuple(quota.borrowed(t, lent) > 0 for t in cohort)
+    key = (team, gpu_type, ctx.priority, lent)
+    known = cycle.cohort_victims.get(key)
+    if known is not None and known[0] == len(cycle.running.log) and known[1] == borrowing:
+        return known[2]
+    teams = frozenset((*cohort, team))
+    keyed = sorted(
+        (_victim_order(r), choice)
+        for r in cycle.running.of_teams(teams, gpu_type)
+        if (choice := _victim_choice(ctx, r, gpu_type, lent)) is not None
+    )
+    found = ([order for order, _ in keyed], [choice for _, choice in keyed], teams)
+    cycle.cohort_victims[key] = (len(cycle.running.log), borrowing, found)
+    return found
 
 
 class _Below:
@@ -242,23 +287,21 @@ class _PoolSearch:
             and quota.within_nominal(request.team, gpu_type, amount)
             else None
         )
-        cohort = set(quota.cohort_of(request.team))
         # work of the team and its cohort anywhere, as well as the pool's, may give back quota
-        nearby = {r.id: r for r in cycle.running_in(pool.key)}
-        teams = cohort | {request.team}
-        nearby.update((r.id, r) for r in cycle.running.of_teams(teams, pool.gpu_type))
-        eligible: list[VictimChoice] = []
-        for r in nearby.values():
-            if r.id in cycle.granted_ids or not r.interruptible or r.preempted_by is not None:
-                continue
-            same_type = r.gpu_type == pool.gpu_type
-            borrower = r.team != request.team and r.team in cohort and same_type
-            if lent is not None and borrower and quota.borrowed(r.team, lent) > 0:
-                eligible.append(VictimChoice(r, Reason.RECLAIMED_BY_LENDER))
-            elif r.priority < ctx.priority:
-                eligible.append(VictimChoice(r, Reason.PREEMPTED_BY_PRIORITY))
-        eligible.sort(key=_choice_order)
-        self.eligible = eligible
+        orders, choices, teams = _cohort_victims(ctx, gpu_type, lent)
+        own = [
+            (_victim_order(r), choice)
+            for r in cycle.running_in(pool.key)
+            if not (r.team in teams and r.gpu_type == gpu_type)  # the cohort's work of the type is in already
+            and (choice := _victim_choice(ctx, r, gpu_type, lent)) is not None
+        ]
+        if own:
+            orders, choices = list(orders), list(choices)
+            for order, choice in own:
+                at = bisect(orders, order)
+                orders.insert(at, order)
+                choices.insert(at, choice)
+        self.eligible = list(choices)
 
     def fits(self, victims: Sequence[VictimChoice]) -> tuple[NodeAllocation, ...] | None:
         """The request's pods if it fits once `victims` (and work already stopping for it) are gone."""

@@ -105,6 +105,26 @@ def test_no_reclaim_beyond_the_lenders_own_nominal():
     assert d.outcome is Outcome.WAITING
 
 
+def test_lenders_requests_of_one_cycle_take_back_each_borrower_once():
+    """Two requests of the lender reclaim in one cycle: the second one's search stops the borrower the
+    first left running, not the one already stopped (a team's victims, kept for the cycle's
+    searches of pools of one GPU type, follow the cycle's evictions)."""
+    fleet = cluster("a", pool("gpu", nodes=2))
+    view = view_of((fleet, observe(fleet, free={"gpu": [0, 0]}, seen=["rsv-cv1", "rsv-cv2"])))
+    running = [
+        reservation(f"cv{i}", "a", "gpu", f"a-gpu-{i - 1}", gpus=8, team="cv", interruptible=True) for i in (1, 2)
+    ]
+    lender = policy(
+        ml={"nominal": {"A100": 16}, "cohort": "research"},
+        cv={"nominal": {"A100": 0}, "cohort": "research"},
+    )
+    queue = [request(f"mine{i}", gpus=8, gpu_types=("A100",)) for i in (1, 2)]
+    result = decide(view, queue, running, lender, NOW)
+    assert [d.outcome for d in result.decisions] == [Outcome.PREEMPTING, Outcome.PREEMPTING]
+    victims = [(v.reservation_id, v.reason) for d in result.decisions for v in d.victims]
+    assert sorted(victims) == [("rsv-cv1", Reason.RECLAIMED_BY_LENDER), ("rsv-cv2", Reason.RECLAIMED_BY_LENDER)]
+
+
 def test_ledger_reports_borrowed_share():
     ledger = QuotaLedger(COHORT.quotas)
     ledger.add("ml", "A100", 12)
