@@ -74,6 +74,8 @@ class CycleState:
         self.victims_below: dict[tuple, tuple] = {}  # by pool and priority, while its work is unchanged (preemption.py)
         # a team short of quota's victims by GPU type and priority, while the work is unchanged (preemption.py)
         self.cohort_victims: dict[tuple, tuple] = {}
+        # GPUs kept for others by cluster, GPU type, team and class, while the work is unchanged (entitlement.py)
+        self.held_for_others: dict[tuple, tuple] = {}
         self.end_events: dict[PoolKey, tuple[int, list]] = {}  # by pool, while its work is unchanged (backfill.py)
         memory = self.memory
         deferred, keys = self.running.base.unseen(view)

@@ -106,15 +106,40 @@ def _victim_choice(ctx: RequestContext, r: Reservation, gpu_type: str | None, le
     return None
 
 
-def _cohort_victims(
-    ctx: RequestContext, gpu_type: str | None, lent: str | None
-) -> tuple[list[tuple], list[VictimChoice], frozenset[str]]:
-    """The work of a team short of quota and of its cohort on GPUs of `gpu_type`, anywhere, that its
-    searches may stop (in victim order, with each one's order), and those teams: the same for every
-    pool of the type it searches. Kept for the cycle while the running work is unchanged (its log
-    names no change) and the cohort's teams borrow as they did: each of a few hundred waiting
-    requests searched forty pools or more, and went over the cohort's work of the type (a hundred
-    reservations or more) and sorted it for each pool."""
+class CohortVictims:
+    """The work of a team short of quota and of its cohort on GPUs of one type, anywhere, that its
+    searches may stop, in victim order (`orders`: each one's `_victim_order`), and those teams."""
+
+    __slots__ = ("_quota_ok", "choices", "orders", "teams")
+
+    def __init__(self, keyed: list[tuple[tuple, VictimChoice]], teams: frozenset[str]) -> None:
+        self.orders = [order for order, _ in keyed]
+        self.choices = [choice for _, choice in keyed]
+        self.teams = teams
+        self._quota_ok: dict[float, bool] = {}
+
+    def quota_ok_once_stopped(self, ctx: RequestContext, gpu_type: str, amount: float) -> bool:
+        """Whether the team could take `amount` GPUs of `gpu_type` once all of these had stopped. The
+        quota reads only the team's and its cohort's use, so where it could not, no search of a pool
+        of the type finds a plan (it stops no other work of theirs), and none is made."""
+        ok = self._quota_ok.get(amount)
+        if ok is None:
+            quota = ctx.cycle.quota
+            gone = [c.reservation for c in self.choices]
+            for r in gone:
+                quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
+            ok = self._quota_ok[amount] = quota.check(ctx.request.team, gpu_type, amount).ok
+            for r in gone:
+                quota.add(r.team, r.gpu_type, r.gpu_equivalent)
+        return ok
+
+
+def _cohort_victims(ctx: RequestContext, gpu_type: str | None, lent: str | None) -> CohortVictims:
+    """`CohortVictims` of the request's team and this GPU type: the same for every pool of the type it
+    searches. Kept for the cycle while the running work is unchanged (its log names no change) and
+    the cohort's teams borrow as they did: each of a few hundred waiting requests searched forty
+    pools or more, and went over the cohort's work of the type (a hundred reservations or more) and
+    sorted it for each pool."""
     cycle, team = ctx.cycle, ctx.request.team
     quota = cycle.quota
     cohort = quota.cohort_of(team)
@@ -129,7 +154,7 @@ def _cohort_victims(
         for r in cycle.running.of_teams(teams, gpu_type)
         if (choice := _victim_choice(ctx, r, gpu_type, lent)) is not None
     )
-    found = ([order for order, _ in keyed], [choice for _, choice in keyed], teams)
+    found = CohortVictims(keyed, teams)
     cycle.cohort_victims[key] = (len(cycle.running.log), borrowing, found)
     return found
 
@@ -288,13 +313,23 @@ class _PoolSearch:
             else None
         )
         # work of the team and its cohort anywhere, as well as the pool's, may give back quota
-        orders, choices, teams = _cohort_victims(ctx, gpu_type, lent)
+        cohort = _cohort_victims(ctx, gpu_type, lent)
+        teams = cohort.teams
         own = [
             (_victim_order(r), choice)
             for r in cycle.running_in(pool.key)
             if not (r.team in teams and r.gpu_type == gpu_type)  # the cohort's work of the type is in already
             and (choice := _victim_choice(ctx, r, gpu_type, lent)) is not None
         ]
+        if (
+            gpu_type is not None
+            and not self.stopping
+            and not any(v.reservation.team in teams for _, v in own)
+            and not cohort.quota_ok_once_stopped(ctx, gpu_type, amount)
+        ):
+            self.eligible = []  # stopping all the work it may stop here leaves the team short
+            return
+        orders, choices = cohort.orders, cohort.choices
         if own:
             orders, choices = list(orders), list(choices)
             for order, choice in own:

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from airflow_mcsched.access.profiles import ClusterState, WorkKind
-from airflow_mcsched.decision import Outcome, Policy, Reason
+from airflow_mcsched.decision import Outcome, Policy, Reason, decide
 from tests.decision.fleet_factory import (
     DEFAULT_POLICY,
     NOW,
@@ -168,6 +168,22 @@ def test_gpus_kept_for_others_count_what_entitled_work_already_holds():
     held = [reservation("p", "a", "gpu", "a-gpu-0", gpus=8, team="prod")]
     assert decide_one(view, request(gpus=8), held).outcome is Outcome.ADMITTED
     assert decide_one(view, request(gpus=8), []).outcome is Outcome.WAITING
+
+
+def test_gpus_kept_for_others_follow_the_entitled_work_the_cycle_grants():
+    """8 A100 kept for team prod: a request of ml for all 16 is refused them; prod's request then takes
+    8, which count toward the kept ones, so ml's next request of the same cycle may take the other 8
+    (what is kept for others is worked out once per cycle while the running work is unchanged)."""
+    profile = cluster("a", pool(), reserved=[{"gpu_type": "A100", "gpus": 8, "teams": ["prod"]}])
+    queue = [
+        request("ml-all", gpus=8, pods=2, arrival=NOW - timedelta(minutes=3)),
+        request("prod", gpus=8, team="prod", arrival=NOW - timedelta(minutes=2)),
+        request("ml-half", gpus=8, arrival=NOW - timedelta(minutes=1)),
+    ]
+    result = decide(view_of(profile), queue, [], Policy(backfill=False), NOW)
+    outcomes = {d.request_id: d.outcome for d in result.decisions}
+    assert outcomes == {"ml-all": Outcome.WAITING, "prod": Outcome.ADMITTED, "ml-half": Outcome.ADMITTED}
+    assert result.decision("ml-all").rejection("a", "gpu").reason is Reason.RESERVED_FOR_PRIORITY
 
 
 def test_cpu_only_work_may_use_any_pool():

@@ -31,6 +31,29 @@ def _entitled_use(ctx: RequestContext, cluster: ClusterView, kept: GpuReservatio
     return use
 
 
+def _held_for_others(ctx: RequestContext, cluster: ClusterView, gpu_type: str | None, priority_class: str | None):
+    """GPUs of `gpu_type` the cluster keeps for others than the request's team and priority class, less
+    what entitled work already holds of them; or the message when every GPU of the type is kept.
+    The same for every pool of the type and every request of the team and class while the running
+    work is unchanged: kept for the cycle with its log's length (each of a thousand waiting
+    requests judges it on every pool of the type, every cycle, and went over the cluster's work)."""
+    cycle, team = ctx.cycle, ctx.request.team
+    key = (cluster.name, gpu_type, team, priority_class)
+    known = cycle.held_for_others.get(key)
+    if known is not None and known[0] == len(cycle.running.log):
+        return known[1]
+    held: float | str = 0.0
+    for kept in cluster.reserved:
+        if kept.gpu_type != gpu_type or _entitled(kept, team, priority_class):
+            continue
+        if kept.gpus is None:
+            held = f"every {kept.gpu_type} GPU of this cluster is kept for {_kept_for(kept)}"
+            break
+        held += max(0.0, kept.gpus - _entitled_use(ctx, cluster, kept))
+    cycle.held_for_others[key] = (len(cycle.running.log), held)
+    return held
+
+
 class ReservedForPriority(Filter):
     """GPUs a cluster keeps for some priority classes or teams: others may use only what is beyond them."""
 
@@ -44,13 +67,9 @@ class ReservedForPriority(Filter):
         if not cluster.reserved:
             return None
         priority_class = ctx.request.priority_class or ctx.policy.default_priority_class
-        held = 0.0
-        for kept in cluster.reserved:
-            if kept.gpu_type != pool.gpu_type or _entitled(kept, ctx.request.team, priority_class):
-                continue
-            if kept.gpus is None:
-                return f"every {kept.gpu_type} GPU of this cluster is kept for {_kept_for(kept)}"
-            held += max(0.0, kept.gpus - _entitled_use(ctx, cluster, kept))
+        held = _held_for_others(ctx, cluster, pool.gpu_type, priority_class)
+        if isinstance(held, str):
+            return held
         free = capacity.gpu_milli_free / 1000
         if held and free - held < ctx.demand.gpu_equivalent:
             return (
