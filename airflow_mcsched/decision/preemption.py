@@ -315,20 +315,20 @@ class _PoolSearch:
         # work of the team and its cohort anywhere, as well as the pool's, may give back quota
         cohort = _cohort_victims(ctx, gpu_type, lent)
         teams = cohort.teams
+        if (
+            gpu_type is not None
+            and not self.stopping
+            and not cohort.quota_ok_once_stopped(ctx, gpu_type, amount)
+            and not any(r.team in teams and r.gpu_type != gpu_type for r in cycle.running_in(pool.key))
+        ):
+            self.eligible = []  # stopping all the work it may stop here leaves the team short
+            return
         own = [
             (_victim_order(r), choice)
             for r in cycle.running_in(pool.key)
             if not (r.team in teams and r.gpu_type == gpu_type)  # the cohort's work of the type is in already
             and (choice := _victim_choice(ctx, r, gpu_type, lent)) is not None
         ]
-        if (
-            gpu_type is not None
-            and not self.stopping
-            and not any(v.reservation.team in teams for _, v in own)
-            and not cohort.quota_ok_once_stopped(ctx, gpu_type, amount)
-        ):
-            self.eligible = []  # stopping all the work it may stop here leaves the team short
-            return
         orders, choices = cohort.orders, cohort.choices
         if own:
             orders, choices = list(orders), list(choices)
