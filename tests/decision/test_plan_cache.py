@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -379,8 +379,32 @@ def test_a_cluster_growing_stale_is_judged_at_each_clock_reading():
     assert decide(view, ask, [], policy, NOW).decisions[0].outcome is Outcome.ADMITTED
     stale = decide(view, ask, [], policy, NOW + timedelta(minutes=5)).decisions[0]
     assert stale.rejections[0].reason is Reason.CLUSTER_STALE
-    assert "330s ago" in stale.rejections[0].message
+    read_at = (NOW - timedelta(seconds=30)).astimezone(UTC)
+    assert stale.rejections[0].message == (
+        f"capacity last read at {read_at:%Y-%m-%d %H:%M:%S} UTC, longer ago than the 60s allowed"
+    )
     assert decide(view, ask, [], policy, NOW).decisions[0].outcome is Outcome.ADMITTED
+
+
+def test_a_read_that_stays_old_keeps_the_plans_from_cycle_to_cycle():
+    """A cluster whose sync stopped stays stale with the same read for many cycles: its verdict says
+    the same each cycle, so the plans shared per set of cluster verdicts are kept (none is made
+    again), and decisions are those made with nothing kept."""
+    stopped, live = cluster("a", pool(nodes=1)), cluster("b", pool(nodes=1, price_per_gpu_hour=9.0))
+    policy = Policy(max_observation_age_seconds=60)
+    ask = [request("one", gpus=1), request("flexible", gpus=2, gpu_types=("A100", "H100"))]
+    results, shared, cycles = [], [], []
+    for minutes in (5, 6, 7):
+        now = NOW + timedelta(minutes=minutes)
+        view = view_of((stopped, observe(stopped, at=NOW)), (live, observe(live, at=now)), at=now)
+        cycles.append((view, now))
+        results.append(decide(view, ask, [], policy, now))
+        memory = plan_cache.plan_memory(view, policy, DEFAULT_PLUGINS)
+        shared.append({id(s): len(s.plans) for s in memory._shared.values()})
+    assert results == [_uncached(view, ask, [], policy, now) for view, now in cycles]
+    assert shared[0] == shared[1] == shared[2]
+    assert len(shared[0]) == 1
+    assert [r.decisions[0].placement.cluster for r in results] == ["b", "b", "b"]
 
 
 def test_other_policies_on_the_same_view_are_kept_apart():

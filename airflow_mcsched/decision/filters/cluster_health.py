@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from airflow_mcsched.access.profiles import ClusterState
 from airflow_mcsched.decision.filters.base import Filter, Scope
 from airflow_mcsched.decision.reasons import Reason
@@ -37,13 +39,19 @@ class ClusterUnhealthy(_ClusterWide):
 
 
 class ClusterStale(_ClusterWide):
+    """A read older than the policy allows. The message names the read's time, not its age: the words
+    stay the same from cycle to cycle while the same read stays old (a sync that stopped), and so
+    do the plans shared per set of cluster verdicts (candidate_plan.shared_plans); with the age in
+    them, every cycle made every plan again for as long as any cluster's read was old."""
+
     reason = Reason.CLUSTER_STALE
 
     def check(self, ctx, cluster, pool, capacity):
         if cluster.observed_at is None:
             return "its capacity was never read"
-        age = ctx.cycle.now - cluster.observed_at
         limit = ctx.cycle.max_observation_age
-        if age > limit:
-            return f"capacity last read {age.total_seconds():.0f}s ago, older than {limit.total_seconds():.0f}s"
+        if ctx.cycle.now - cluster.observed_at > limit:
+            read = cluster.observed_at.astimezone(UTC)
+            allowed = limit.total_seconds()
+            return f"capacity last read at {read:%Y-%m-%d %H:%M:%S} UTC, longer ago than the {allowed:.0f}s allowed"
         return None
