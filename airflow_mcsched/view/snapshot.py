@@ -182,7 +182,7 @@ class ClusterView:
         return again
 
     @property
-    def layout(self) -> tuple:
+    def layout(self) -> DeclaredLayout:
         """What the cluster's profile declares, and its place in the fleet: nothing a read tells (see
         `GlobalView.layout`). A live cluster's pod counts move with every pod that starts, ends or
         waits, and a read that fails leaves its pools without nodes: in the layout, either made a

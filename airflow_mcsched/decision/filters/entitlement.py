@@ -31,7 +31,9 @@ def _entitled_use(ctx: RequestContext, cluster: ClusterView, kept: GpuReservatio
     return use
 
 
-def _held_for_others(ctx: RequestContext, cluster: ClusterView, gpu_type: str | None, priority_class: str | None):
+def _held_for_others(
+    ctx: RequestContext, cluster: ClusterView, gpu_type: str | None, priority_class: str | None
+) -> float | str:
     """GPUs of `gpu_type` the cluster keeps for others than the request's team and priority class, less
     what entitled work already holds of them; or the message when every GPU of the type is kept.
     The same for every pool of the type and every request of the team and class while the running
@@ -42,16 +44,19 @@ def _held_for_others(ctx: RequestContext, cluster: ClusterView, gpu_type: str | 
     known = cycle.held_for_others.get(key)
     if known is not None and known[0] == len(cycle.running.log):
         return known[1]
-    held: float | str = 0.0
+    held = 0.0
+    answer: float | str = 0.0
     for kept in cluster.reserved:
         if kept.gpu_type != gpu_type or _entitled(kept, team, priority_class):
             continue
         if kept.gpus is None:
-            held = f"every {kept.gpu_type} GPU of this cluster is kept for {_kept_for(kept)}"
+            answer = f"every {kept.gpu_type} GPU of this cluster is kept for {_kept_for(kept)}"
             break
         held += max(0.0, kept.gpus - _entitled_use(ctx, cluster, kept))
-    cycle.held_for_others[key] = (len(cycle.running.log), held)
-    return held
+    else:
+        answer = held
+    cycle.held_for_others[key] = (len(cycle.running.log), answer)
+    return answer
 
 
 class ReservedForPriority(Filter):
