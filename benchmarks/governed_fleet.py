@@ -106,16 +106,16 @@ def cordoned_now(profiles: list[ClusterProfile], cycle: int) -> list[ClusterProf
 
 
 def unsettled(
-    reads: list[ClusterObservation], rng: random.Random, now: datetime, failed: float = FAILED
+    reads: list[ClusterObservation], rng: random.Random, now: datetime, failed: float = FAILED, old: float = OLD
 ) -> list[ClusterObservation]:
     """The reads with some failed (an error, no capacity: each with the chance `failed`) and some
-    `OLD_READ` old."""
+    `OLD_READ` old (each with the chance `old`), drawn afresh each cycle."""
     out = []
     for o in reads:
         draw = rng.random()
         if draw < failed:
             o = ClusterObservation(o.cluster, now, error="read failed: the API server timed out")
-        elif draw < failed + OLD:
+        elif draw < failed + old:
             o = dataclasses.replace(o, observed_at=now - OLD_READ)
         out.append(o)
     return out

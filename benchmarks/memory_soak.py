@@ -63,6 +63,8 @@ if __package__ in (None, ""):
 from benchmarks.bench_engine import NOW, TEAMS, changed_nodes, fleet_and_queues, make_queue
 from benchmarks.governed_fleet import (
     FAILED,
+    OLD,
+    OLD_READ,
     SEED_OFFSET,
     cordoned_now,
     domains_of,
@@ -99,9 +101,14 @@ class LiveFleet:
     """The share of the pools where other tenants' use moves each cycle."""
     lapsed: set[str] = field(default_factory=set)
     governed: random.Random | None = None
+    """With `--governed`, the generator of what governed_fleet.py adds (reads, requests); None without."""
     failed_reads: float = FAILED
     """Governed: the chance, per cluster and cycle, that its read failed (`--failed-reads`)."""
-    """With `--governed`, the generator of what governed_fleet.py adds (reads, requests); None without."""
+    old_reads: float = OLD
+    """Governed: the chance, per cluster and cycle, that its read is old (`--old-reads`)."""
+    stopped_syncs: int = 0
+    """Governed: clusters, spread over the fleet, whose sync stopped before the first cycle: every
+    read of theirs is the one made `OLD_READ` before it (`--stopped-syncs`)."""
 
     def profiles_now(self) -> list[ClusterProfile]:
         """The fleet's profiles this cycle: governed, with the cluster cordoned now."""
@@ -123,9 +130,18 @@ class LiveFleet:
             out.append(dataclasses.replace(o, nodes=nodes, observed_at=self.now, reservation_ids_seen=seen))
         if self.governed is None:
             return out
-        return unsettled(
-            with_pod_counts(out, self.running.values(), self.shown), self.governed, self.now, self.failed_reads
+        out = unsettled(
+            with_pod_counts(out, self.running.values(), self.shown),
+            self.governed,
+            self.now,
+            self.failed_reads,
+            self.old_reads,
         )
+        if self.stopped_syncs:
+            every = max(1, len(out) // self.stopped_syncs)
+            stopped = set(range(0, every * self.stopped_syncs, every))
+            out = [dataclasses.replace(o, observed_at=NOW - OLD_READ) if i in stopped else o for i, o in enumerate(out)]
+        return out
 
     def after(self, result: AdmissionResult, step: timedelta, lease: timedelta) -> None:
         """Move on past a cycle's result: its grants run, its victims and lapsed leases go, the
@@ -391,11 +407,23 @@ def main() -> None:
         default=FAILED,
         help="with --governed: the chance, per cluster and cycle, that its read failed",
     )
+    parser.add_argument(
+        "--old-reads",
+        type=float,
+        default=OLD,
+        help="with --governed: the chance, per cluster and cycle, that its read is old (drawn afresh each cycle)",
+    )
+    parser.add_argument(
+        "--stopped-syncs",
+        type=int,
+        default=0,
+        help="with --governed: clusters whose sync stopped before the first cycle (their reads stay old)",
+    )
     parser.add_argument("--calls", action="store_true", help="count each cycle's function calls (cProfile)")
     args = parser.parse_args()
     print(f"engine: {Path(sys.modules['airflow_mcsched'].__file__ or '').parent}", flush=True)
     fleet = live_fleet(args.clusters, args.seed, args.queue, args.arrivals, args.drift, args.governed)
-    fleet.failed_reads = args.failed_reads
+    fleet.failed_reads, fleet.old_reads, fleet.stopped_syncs = args.failed_reads, args.old_reads, args.stopped_syncs
     policy = governed_policy(fleet.profiles) if args.governed else Policy()
     seen: list[CycleFigures] = []
     try:
