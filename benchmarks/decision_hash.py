@@ -97,20 +97,15 @@ GOVERNED = ((20, 300, 60, 40), (100, 2000, 100, 15))
 
 
 def governed_hash(clusters: int, queue: int, arrivals: int, cycles: int) -> str:
-    """The hash of the governed live fleet's cycles, each decided on what the ones before left."""
+    """The hash of the governed live fleet's cycles, each decided on what the ones before left
+    (`memory_soak.soak`, with the memory only)."""
     import memory_soak  # it puts its repository first on the path: imported after the engine was
 
-    from airflow_mcsched.view import build_view
-
-    plan_cache.forget_all()
     fleet = memory_soak.live_fleet(clusters, 1, queue, arrivals, governed=True)
     policy = memory_soak.governed_policy(fleet.profiles)
     digest = hashlib.sha256()
-    for _ in range(cycles):
-        view = build_view(fleet.profiles_now(), fleet.reads(), fleet.now)
-        result = decide(view, fleet.queue, list(fleet.running.values()), policy, fleet.now)
-        digest.update(_words(repr(result)).encode())
-        fleet.after(result, timedelta(seconds=120), policy.lease)
+    for figures in memory_soak.soak(fleet, cycles, policy, timedelta(seconds=120), check=False, results=True):
+        digest.update(_words(repr(figures.result)).encode())
     return digest.hexdigest()[:16]
 
 

@@ -287,6 +287,9 @@ class CycleFigures:
     reasons: Counter[str] = field(default_factory=Counter, compare=False)
     """What the cycle's decisions name: each reason a waiting request was rejected for anywhere
     (once per request), and each victim's: which of the engine's paths the cycle went through."""
+    result: AdmissionResult | None = field(default=None, compare=False, repr=False)
+    """The cycle's result decided with the memory, with `soak(..., results=True)` (decision_hash.py
+    hashes it); None otherwise, so a long soak keeps no cycle's decisions."""
 
     def line(self) -> str:
         fresh = "" if math.isnan(self.fresh_ms) else f"with nothing kept {self.fresh_ms:7.1f}, "
@@ -333,11 +336,13 @@ def soak(
     *,
     check: bool = True,
     calls: bool = False,
+    results: bool = False,
 ) -> Iterator[CycleFigures]:
     """Decide `cycles` cycles of `fleet` both ways, moving it on after each; raise
     `MemoryChangedADecision` at the first difference. Without `check`, with the memory only: the
     CPU time of a live fleet's cycles, undisturbed by the cycles decided afresh. With `calls`, the
-    cycles with the memory run under cProfile (their CPU time with it), which counts their calls."""
+    cycles with the memory run under cProfile (their CPU time with it), which counts their calls.
+    With `results`, each cycle's figures carry its result."""
     plan_cache.forget_all()
     for _ in range(cycles):
         view = build_view(fleet.profiles_now(), fleet.reads(), fleet.now)
@@ -371,6 +376,7 @@ def soak(
             fresh_ms=fresh_ms,
             kept_ms=kept_ms,
             calls=None if profile is None else sum(s[1] for s in pstats.Stats(profile).stats.values()),  # type: ignore[attr-defined]
+            result=kept if results else None,
         )
         fleet.after(kept, step, policy.lease)
 
