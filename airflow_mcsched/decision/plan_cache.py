@@ -1,12 +1,14 @@
 """What the engine learns from a view's layout and keeps across views alike in it: plans, verdicts, fit answers.
 
-What the engine derives from the clusters and pools themselves (their type, prices, data, state,
-health: `GlobalView.layout`), the policy and the plugins alone holds for every view alike in that
-layout, whatever is free on it: the pools' lasting verdicts, the static scores and plans. So a
-new capacity read of an unchanged fleet (every sync, every instant of a replay) reuses them. What
+What the engine derives from what the profiles declare of clusters and pools (their type, prices,
+data, state: `GlobalView.layout`), the policy and the plugins alone holds for every view alike in
+that layout, whatever a read found: the pools' lasting verdicts and the static scores. So a new
+capacity read of an unchanged fleet (every sync, every instant of a replay) reuses them. What
 depends on free capacity is remembered per capacity object and checked by identity: the fit
 verdicts, rankings, and the capacity left by reservations whose pods the view does not show yet.
-Clock-dependent cluster verdicts (a capacity read grows stale) are kept per `now` and read times.
+Cluster verdicts that read the read (its error, and its time against the clock) are kept per `now`
+and read; the plans are kept per set of those verdicts and the fleet's GPUs by type
+(candidate_plan.shared_plans).
 
 At most `MAX_LAYOUTS` layouts, `MAX_POLICIES` policy and plugin pairs per layout, `MAX_CLOCKS` clock
 readings, `MAX_PLANS` plans (in two generations) and `MAX_LASTING` verdicts and columns,

@@ -90,15 +90,17 @@ def _choice_order(v: VictimChoice) -> tuple[float, int, float, str]:
     return _victim_order(v.reservation)
 
 
-def _victim_choice(ctx: RequestContext, r: Reservation, gpu_type: str | None, lent: str | None) -> VictimChoice | None:
+def _victim_choice(
+    ctx: RequestContext, r: Reservation, gpu_type: str | None, lent: str | None, teams: frozenset[str]
+) -> VictimChoice | None:
     """Whether a search for a team short of quota, on a pool of `gpu_type`, may stop `r`, and why:
-    to take back quota of `lent` that `r`'s team borrowed from the request's, or for priority."""
+    to take back quota of `lent` that `r`'s team borrowed from the request's (`teams`: the team and
+    its cohort), or for priority."""
     cycle = ctx.cycle
     if r.id in cycle.granted_ids or not r.interruptible or r.preempted_by is not None:
         return None
-    team = ctx.request.team
     quota = cycle.quota
-    borrower = r.team != team and r.gpu_type == gpu_type and r.team in quota.cohort_of(team)
+    borrower = r.team != ctx.request.team and r.team in teams and r.gpu_type == gpu_type
     if lent is not None and borrower and quota.borrowed(r.team, lent) > 0:
         return VictimChoice(r, Reason.RECLAIMED_BY_LENDER)
     if r.priority < ctx.priority:
@@ -124,13 +126,8 @@ class CohortVictims:
         of the type finds a plan (it stops no other work of theirs), and none is made."""
         ok = self._quota_ok.get(amount)
         if ok is None:
-            quota = ctx.cycle.quota
             gone = [c.reservation for c in self.choices]
-            for r in gone:
-                quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
-            ok = self._quota_ok[amount] = quota.check(ctx.request.team, gpu_type, amount).ok
-            for r in gone:
-                quota.add(r.team, r.gpu_type, r.gpu_equivalent)
+            ok = self._quota_ok[amount] = ctx.cycle.quota.check_without(ctx.request.team, gpu_type, amount, gone).ok
         return ok
 
 
@@ -152,7 +149,7 @@ def _cohort_victims(ctx: RequestContext, gpu_type: str | None, lent: str | None)
     keyed = sorted(
         (_victim_order(r), choice)
         for r in cycle.running.of_teams(teams, gpu_type)
-        if (choice := _victim_choice(ctx, r, gpu_type, lent)) is not None
+        if (choice := _victim_choice(ctx, r, gpu_type, lent, teams)) is not None
     )
     found = CohortVictims(keyed, teams)
     cycle.cohort_victims[key] = (len(cycle.running.log), borrowing, found)
@@ -327,7 +324,7 @@ class _PoolSearch:
             (_victim_order(r), choice)
             for r in cycle.running_in(pool.key)
             if not (r.team in teams and r.gpu_type == gpu_type)  # the cohort's work of the type is in already
-            and (choice := _victim_choice(ctx, r, gpu_type, lent)) is not None
+            and (choice := _victim_choice(ctx, r, gpu_type, lent, teams)) is not None
         ]
         orders, choices = cohort.orders, cohort.choices
         if own:
@@ -352,14 +349,11 @@ class _PoolSearch:
         if cycle.head is not None and not cycle.head.allows(self.pool, pods, ctx.expected_end):
             self.refused = True
             return None
-        if self.quota_short:
-            for r in gone:
-                cycle.quota.remove(r.team, r.gpu_type, r.gpu_equivalent)
-            ok = cycle.quota.check(ctx.request.team, self.pool.gpu_type, ctx.demand.gpu_equivalent).ok
-            for r in gone:
-                cycle.quota.add(r.team, r.gpu_type, r.gpu_equivalent)
-            if not ok:
-                return None
+        if (
+            self.quota_short
+            and not cycle.quota.check_without(ctx.request.team, self.pool.gpu_type, ctx.demand.gpu_equivalent, gone).ok
+        ):
+            return None
         return pods
 
     def _might_fit_without_all(self) -> bool:

@@ -75,6 +75,18 @@ class QuotaLedger:
             self._checked.clear()
 
     # -- reading -----------------------------------------------------------------------------
+    def check_without(self, team: str, gpu_type: str | None, gpus: float, gone: Iterable[Reservation]) -> QuotaVerdict:
+        """`check` as it would answer once the work `gone` had stopped: a victim search's trial. Their
+        use is taken away for the question and given back after."""
+        gone = list(gone)
+        for r in gone:
+            self.remove(r.team, r.gpu_type, r.gpu_equivalent)
+        try:
+            return self.check(team, gpu_type, gpus)
+        finally:
+            for r in gone:
+                self.add(r.team, r.gpu_type, r.gpu_equivalent)
+
     def limits(self, team: str) -> bool:
         """False for a team with no quota entry: its GPU use is not limited."""
         return team in self._quotas

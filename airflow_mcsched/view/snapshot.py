@@ -181,17 +181,6 @@ class ClusterView:
             share_declared(again, self._declared)
         return again
 
-    @property
-    def layout(self) -> DeclaredLayout:
-        """What the cluster's profile declares, and its place in the fleet: nothing a read tells (see
-        `GlobalView.layout`). A live cluster's pod counts move with every pod that starts, ends or
-        waits, and a read that fails leaves its pools without nodes: in the layout, either made a
-        new layout of most reads, and the engine learnt the whole fleet again. What a decision reads
-        of a read is keyed where it is kept: health and read times with the cluster verdicts, the
-        fleet's GPUs by type (`scarcity`) with the shared plans (candidate_plan.shared_plans), the
-        pods pending (`load`) in each of the cluster's pools' capacity (`PoolCapacity.pods_pending`)."""
-        return self.declared
-
     def pool(self, name: str) -> PoolView:
         for p in self.pools:
             if p.name == name:
@@ -232,10 +221,17 @@ class GlobalView:
     def layout(self) -> tuple:
         """The view without anything a capacity read tells: what the profiles declare, in fleet order.
         Views alike in it share what the engine derives from clusters and pools (plans, static
-        scores, verdicts per capacity object: plan_cache.py); worked out once per view."""
+        scores, verdicts per capacity object: plan_cache.py); worked out once per view.
+
+        A live cluster's pod counts move with every pod that starts, ends or waits, and a read that
+        fails leaves its pools without nodes: in the layout, either made a new layout of most reads,
+        and the engine learnt the whole fleet again. What a decision reads of a read is keyed where
+        it is kept: errors and read times with the cluster verdicts, the fleet's GPUs by type
+        (`scarcity`) with the shared plans (candidate_plan.shared_plans), the pods pending (`load`)
+        in each of the cluster's pools' capacity (`PoolCapacity.pods_pending`)."""
         layout = self._layout
         if layout is None:
-            layout = tuple(c.layout for c in self.clusters)
+            layout = tuple(c.declared for c in self.clusters)
             object.__setattr__(self, "_layout", layout)
         return layout
 
